@@ -1,0 +1,17 @@
+"""texkit: Texar-style text modules on TensorFlow 2 and Keras 3.
+
+Modules are Keras layers configured by nested hyperparameter dicts (``hparams``) with documented
+defaults; see :class:`texkit.HParams` and ``texkit hparams <ClassName>``.
+"""
+
+import os
+
+# texkit runs on Keras' TensorFlow backend; pick it unless the user already chose.
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+from texkit import core, modules, registry  # noqa: E402
+from texkit.hparams import HParams, HParamsError, apply_overrides  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = ["HParams", "HParamsError", "apply_overrides", "core", "modules", "registry"]

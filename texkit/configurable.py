@@ -1,0 +1,105 @@
+"""The contract of every hparams-configured texkit class, and its generated documentation.
+
+A configurable class declares
+
+* ``default_hparams()``: a classmethod returning a plain nested dict that always has ``"name"``;
+* ``HPARAMS_DOC``: one line of documentation per hyperparameter, keyed by dotted path, next to
+  the defaults it documents.
+
+From these two, :class:`Configurable` appends a table of the hyperparameters (path, default,
+meaning) to the class docstring when the class is defined, so the documentation cannot drift from
+the defaults; :func:`undocumented_hparams` lets a test check that every key has its line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from texkit.hparams import HParams
+
+__all__ = ["Configurable", "hparams_paths", "hparams_table", "undocumented_hparams"]
+
+
+def _is_leaf(value: Any) -> bool:
+    # Free-form dicts ({} or a {type, kwargs} pair) are documented as one entry.
+    return not isinstance(value, Mapping) or not value or ("type" in value and "kwargs" in value)
+
+
+def hparams_paths(defaults: Mapping, prefix: str = "") -> list[str]:
+    """The dotted paths that need a line of documentation, in declaration order."""
+    paths = []
+    for key, value in defaults.items():
+        path = f"{prefix}.{key}" if prefix else key
+        if _is_leaf(value):
+            paths.append(path)
+            if isinstance(value, Mapping) and value:
+                extra = {k: v for k, v in value.items() if k not in ("type", "kwargs")}
+                paths.extend(hparams_paths(extra, path))
+        else:
+            paths.extend(hparams_paths(value, path))
+    return paths
+
+
+def _lookup(defaults: Mapping, path: str) -> Any:
+    node: Any = defaults
+    for key in path.split("."):
+        node = node[key]
+    return node
+
+
+def _format_default(value: Any) -> str:
+    if isinstance(value, Mapping) and "type" in value and "kwargs" in value:
+        kwargs = ", ".join(f"{k}: {v!r}" for k, v in value["kwargs"].items())
+        return f"{{type: {value['type']}, kwargs: {{{kwargs}}}}}"
+    return repr(value)
+
+
+def hparams_table(defaults: Mapping, docs: Mapping[str, str]) -> str:
+    """A plain-text table: one line per hyperparameter, its default and its meaning."""
+    lines = ["Hyperparameters (``default_hparams()``; documented line by line):", ""]
+    for path in hparams_paths(defaults):
+        default = _format_default(_lookup(defaults, path))
+        lines.append(f"    {path} = {default}")
+        lines.append(f"        {docs.get(path, '(undocumented)')}")
+    return "\n".join(lines)
+
+
+def undocumented_hparams(cls: type) -> tuple[list[str], list[str]]:
+    """(paths without a line in ``cls.HPARAMS_DOC``, lines for paths that do not exist)."""
+    paths = hparams_paths(cls.default_hparams())
+    docs = cls.HPARAMS_DOC
+    return [p for p in paths if p not in docs], [p for p in docs if p not in paths]
+
+
+def _dedent_doc(doc: str) -> str:
+    import inspect
+
+    return inspect.cleandoc(doc)
+
+
+class Configurable:
+    """Mixin for hparams-configured classes: defaults, documentation, ``self.hparams``."""
+
+    HPARAMS_DOC: ClassVar[dict[str, str]] = {"name": "Name of the object."}
+
+    def __init_subclass__(cls, **kwargs: Any):
+        super().__init_subclass__(**kwargs)
+        if "default_hparams" in cls.__dict__ and cls.__doc__ is not None:
+            table = hparams_table(cls.default_hparams(), cls.HPARAMS_DOC)
+            cls.__doc__ = _dedent_doc(cls.__doc__) + "\n\n" + table + "\n"
+
+    @classmethod
+    def default_hparams(cls) -> dict:
+        """The default hyperparameters, a plain nested dict with ``"name"``."""
+        return {"name": "configurable"}
+
+    @classmethod
+    def make_hparams(cls, hparams: Mapping | None) -> HParams:
+        """Merges and validates user ``hparams`` against :meth:`default_hparams`."""
+        return HParams(hparams, cls.default_hparams())
+
+    @property
+    def hparams(self) -> HParams:
+        """The object's validated, read-only :class:`~texkit.HParams`."""
+        return self._hparams

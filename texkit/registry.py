@@ -1,0 +1,217 @@
+"""Names for the classes and functions that hyperparameters refer to.
+
+A ``type`` in hparams is resolved here, and only here:
+
+* a registered name: the Keras layers, RNN cells, initializers, activations, optimizers and
+  learning-rate schedules texkit uses (``"LSTMCell"``, ``"TruncatedNormal"``, ``"gelu"``,
+  ``"Adam"``, ``"PolynomialDecay"``), texkit's own classes (``"WordEmbedder"``), and whatever a
+  user registered with :func:`register`;
+* a dotted path under an allowed prefix: ``keras.``, ``tensorflow.``, ``texkit.``, or a package
+  the user registered (``register(my_package)``).
+
+Nothing else is imported. Paths with private parts (``_x``, ``__x__``) are refused, and the object a
+path reaches must itself be defined under an allowed prefix, so ``"os.system"``,
+``"builtins.eval"`` or a module-level ``os`` imported inside Keras (``keras.src....os.system``)
+are all refused with an :class:`~texkit.hparams.HParamsError`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+import types
+from typing import Any
+
+from texkit.hparams import HParamsError
+
+__all__ = ["register", "resolve", "name_of", "registered_names"]
+
+_ALLOWED_ROOTS: set[str] = {"keras", "tensorflow", "texkit"}
+_NAMES: dict[str, Any] = {}
+_BUILTINS_LOADED = False
+
+
+def _builtin_table() -> dict[str, Any]:
+    import keras
+
+    table: dict[str, Any] = {}
+    layers = [
+        "Dense", "Dropout", "Embedding", "LayerNormalization", "BatchNormalization", "Conv1D",
+        "MaxPooling1D", "AveragePooling1D", "GlobalMaxPooling1D", "GlobalAveragePooling1D",
+        "Flatten", "Activation", "Identity", "RNN", "LSTM", "GRU", "SimpleRNN", "Bidirectional",
+        "LSTMCell", "GRUCell", "SimpleRNNCell", "StackedRNNCells",
+    ]  # fmt: skip
+    for name in layers:
+        table[name] = getattr(keras.layers, name)
+    initializers = [
+        "Constant", "GlorotNormal", "GlorotUniform", "HeNormal", "HeUniform", "LecunNormal",
+        "LecunUniform", "Ones", "Orthogonal", "RandomNormal", "RandomUniform", "TruncatedNormal",
+        "VarianceScaling", "Zeros",
+    ]  # fmt: skip
+    for name in initializers:
+        table[name] = getattr(keras.initializers, name)
+    # `Identity` is a layer; the identity-matrix initializer goes by its long name.
+    table["IdentityInitializer"] = keras.initializers.IdentityInitializer
+    activations = [
+        "relu", "relu6", "leaky_relu", "elu", "selu", "gelu", "silu", "swish", "mish", "tanh",
+        "sigmoid", "hard_sigmoid", "softmax", "log_softmax", "softplus", "softsign", "linear",
+        "exponential",
+    ]  # fmt: skip
+    for name in activations:
+        table[name] = getattr(keras.activations, name)
+    optimizers = [
+        "Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Adadelta", "Adamax", "Nadam", "Adafactor",
+        "Ftrl", "Lion", "Lamb", "LossScaleOptimizer",
+    ]  # fmt: skip
+    for name in optimizers:
+        table[name] = getattr(keras.optimizers, name)
+    schedules = [
+        "ExponentialDecay", "PiecewiseConstantDecay", "PolynomialDecay", "InverseTimeDecay",
+        "CosineDecay", "CosineDecayRestarts",
+    ]  # fmt: skip
+    for name in schedules:
+        table[name] = getattr(keras.optimizers.schedules, name)
+    return table
+
+
+def _ensure_builtins() -> None:
+    global _BUILTINS_LOADED
+    if not _BUILTINS_LOADED:
+        _BUILTINS_LOADED = True
+        for name, obj in _builtin_table().items():
+            _NAMES.setdefault(name, obj)
+
+
+def register(obj: Any, name: str | None = None) -> Any:
+    """Makes ``obj`` resolvable from hparams; returns ``obj`` so it works as a decorator.
+
+    Args:
+        obj: a class or function, registered under ``name`` (default: its ``__name__``); or a
+            module (or package), whose dotted paths then resolve like ``keras.`` ones do.
+        name: the registry name. Re-registering a name for a different object is an error.
+
+    Example:
+        >>> @register
+        ... class MyCell(keras.layers.Layer): ...
+        >>> HParams({"type": "MyCell"}, ...)
+    """
+    if isinstance(obj, types.ModuleType):
+        _ALLOWED_ROOTS.add(obj.__name__)
+        return obj
+    if not callable(obj):
+        raise HParamsError(f"only classes, functions and modules can be registered, got {obj!r}")
+    _ensure_builtins()
+    name = name or getattr(obj, "__name__", None)
+    if not name or not isinstance(name, str):
+        raise HParamsError(f"cannot find a name for {obj!r}; pass name=...")
+    existing = _NAMES.get(name)
+    if existing is not None and existing is not obj and not _same_definition(existing, obj):
+        raise HParamsError(
+            f"the name {name!r} is already registered for {existing!r}; choose another name"
+        )
+    _NAMES[name] = obj
+    return obj
+
+
+def _same_definition(a: Any, b: Any) -> bool:
+    # A module reloaded (or a class re-run in a notebook) defines a new object with the same
+    # qualified name: that replaces the old one instead of clashing with it.
+    return (getattr(a, "__module__", None), getattr(a, "__qualname__", None)) == (
+        getattr(b, "__module__", None),
+        getattr(b, "__qualname__", None),
+    )
+
+
+def registered_names() -> list[str]:
+    """All registered names, sorted."""
+    _ensure_builtins()
+    return sorted(_NAMES)
+
+
+def _allowed(module_name: str | None) -> bool:
+    if not module_name:
+        return False
+    return any(module_name == root or module_name.startswith(root + ".") for root in _ALLOWED_ROOTS)
+
+
+def _refuse(name: str, why: str) -> HParamsError:
+    roots = ", ".join(sorted(r + "." for r in _ALLOWED_ROOTS))
+    return HParamsError(
+        f"refusing type {name!r}: {why}. A type is a registered name or a dotted path under "
+        f"{roots} (register other code with texkit.registry.register)"
+    )
+
+
+def resolve(name: str) -> Any:
+    """The class or function that ``name`` refers to.
+
+    Raises:
+        HParamsError: ``name`` is neither registered nor an allowed dotted path, or it is
+            refused (see the module docstring).
+    """
+    if not isinstance(name, str) or not name:
+        raise HParamsError(f"a type name must be a non-empty string, got {name!r}")
+    _ensure_builtins()
+    if name in _NAMES:
+        return _NAMES[name]
+    if "." not in name:
+        close = difflib.get_close_matches(name, list(_NAMES), n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+        raise HParamsError(f"unknown type {name!r}{hint}")
+    return _resolve_path(name)
+
+
+def _resolve_path(name: str) -> Any:
+    parts = name.split(".")
+    if any(not part.isidentifier() or part.startswith("_") for part in parts):
+        raise _refuse(name, "private or malformed path parts are not allowed")
+    if not _allowed(parts[0]):
+        raise _refuse(name, f"{parts[0]!r} is not an allowed prefix")
+    module = None
+    consumed = 0
+    for end in range(len(parts), 0, -1):
+        try:
+            module = importlib.import_module(".".join(parts[:end]))
+        except ImportError:
+            continue
+        consumed = end
+        break
+    if module is None:
+        raise _refuse(name, "no such module")
+    obj: Any = module
+    for depth in range(consumed, len(parts)):
+        try:
+            obj = getattr(obj, parts[depth])
+        except AttributeError:
+            raise HParamsError(
+                f"unknown type {name!r}: {'.'.join(parts[:depth])!r} has no attribute "
+                f"{parts[depth]!r}"
+            ) from None
+        if isinstance(obj, types.ModuleType) and not _allowed(obj.__name__):
+            raise _refuse(name, f"it passes through the module {obj.__name__!r}")
+    if isinstance(obj, types.ModuleType):
+        raise _refuse(name, "it names a module, not a class or function")
+    if not (inspect.isclass(obj) or inspect.isfunction(obj) or inspect.isbuiltin(obj)):
+        if not callable(obj):
+            raise _refuse(name, "it names neither a class nor a function")
+    if not _allowed(getattr(obj, "__module__", None)):
+        raise _refuse(name, f"it is defined in {getattr(obj, '__module__', None)!r}")
+    return obj
+
+
+def name_of(obj: Any) -> str | None:
+    """The name under which ``obj`` resolves (registered name first, else its dotted path)."""
+    _ensure_builtins()
+    for name, registered in _NAMES.items():
+        if registered is obj:
+            return name
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if module and qualname and "<" not in qualname:
+        path = f"{module}.{qualname}"
+        try:
+            if _resolve_path(path) is obj:
+                return path
+        except HParamsError:
+            return None
+    return None
