@@ -49,7 +49,9 @@ def load_bible(path: str = CORPUS_PATH) -> dict[str, list[Verse]]:
         for number, line in enumerate(lines, start=1):
             fields = line.rstrip("\n").split("\t")
             if len(fields) != 3:
-                raise ValueError(f"{path}:{number}: expected 3 tab-separated fields, got {len(fields)}")
+                raise ValueError(
+                    f"{path}:{number}: expected 3 tab-separated fields, got {len(fields)}"
+                )
             reference, english, spanish = fields
             book = reference.split(".", 1)[0]
             new_testament = new_testament or book == FIRST_NEW_TESTAMENT_BOOK

@@ -19,9 +19,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from bible_corpus import load_bible  # noqa: E402
 
 import texkit as tx  # noqa: E402
-from bible_corpus import load_bible  # noqa: E402
 
 
 def default_hparams() -> dict:
@@ -77,7 +77,9 @@ def run(hparams: tx.HParams, verbose: int = 2) -> dict:
     )
     vectorize.adapt([v.english for v in splits["train"]])
     data = {
-        name: make_dataset(vectorize, verses, hparams.batch_size, hparams.seed if name == "train" else None)
+        name: make_dataset(
+            vectorize, verses, hparams.batch_size, hparams.seed if name == "train" else None
+        )
         for name, verses in splits.items()
     }
     model = build_model(hparams)
@@ -92,13 +94,19 @@ def run(hparams: tx.HParams, verbose: int = 2) -> dict:
         _, accuracy = model.evaluate(data[name], verbose=0)
         labels = np.array([v.new_testament for v in splits[name]])
         majority = max(labels.mean(), 1 - labels.mean())
-        results[name] = {"accuracy": float(accuracy), "majority": float(majority), "size": len(labels)}
+        results[name] = {
+            "accuracy": float(accuracy),
+            "majority": float(majority),
+            "size": len(labels),
+        }
     return results
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", help="YAML hparams file (e.g. hparams/testament_classifier.yaml)")
+    parser.add_argument(
+        "--config", help="YAML hparams file (e.g. hparams/testament_classifier.yaml)"
+    )
     parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. epochs=1")
     args = parser.parse_args(argv)
     user = tx.HParams.from_yaml(args.config, None).todict() if args.config else {}

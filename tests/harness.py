@@ -36,7 +36,7 @@ def _to_numpy(structure: Any) -> list[np.ndarray]:
 def _assert_close(actual: Any, expected: Any, atol: float, rtol: float, what: str) -> None:
     actual_list, expected_list = _to_numpy(actual), _to_numpy(expected)
     assert len(actual_list) == len(expected_list), f"{what}: number of outputs differs"
-    for index, (a, e) in enumerate(zip(actual_list, expected_list)):
+    for index, (a, e) in enumerate(zip(actual_list, expected_list, strict=True)):
         assert a.shape == e.shape, f"{what}: output {index} has shape {a.shape}, expected {e.shape}"
         np.testing.assert_allclose(
             a.astype(np.float64),
@@ -157,7 +157,7 @@ def check_module_contract(
     batch = max(1, len(next(iter(inputs.values()))) // 2)
     dataset = tf.data.Dataset.from_tensor_slices(inputs).batch(batch)
     pieces = [_to_numpy(graph_fn(feed)) for feed in dataset]
-    joined = [np.concatenate(parts, axis=0) for parts in zip(*pieces)]
+    joined = [np.concatenate(parts, axis=0) for parts in zip(*pieces, strict=True)]
     _assert_close(joined, reference, atol, 0, "tf.data batches")
     _assert_close(model.predict(dataset, verbose=0), reference, atol, 0, "Model.predict(dataset)")
 
@@ -166,11 +166,16 @@ def check_module_contract(
     _call(mixed, inputs, call_kwargs)
     mixed.set_weights(module.get_weights())
     for weight in mixed.weights:
-        assert keras.backend.standardize_dtype(weight.dtype) in ("float32", "int64", "uint32", "int32"), (
-            f"mixed_bfloat16 variable {weight.path} has dtype {weight.dtype}"
-        )
+        assert keras.backend.standardize_dtype(weight.dtype) in (
+            "float32",
+            "int64",
+            "uint32",
+            "int32",
+        ), f"mixed_bfloat16 variable {weight.path} has dtype {weight.dtype}"
     mixed_outputs = _call(mixed, inputs, call_kwargs)
-    for output, expected in zip(tf.nest.flatten(mixed_outputs), tf.nest.flatten(reference)):
+    for output, expected in zip(
+        tf.nest.flatten(mixed_outputs), tf.nest.flatten(reference), strict=True
+    ):
         if keras.backend.standardize_dtype(expected.dtype).startswith("float"):
             assert keras.backend.standardize_dtype(output.dtype) == "bfloat16", (
                 f"mixed_bfloat16 output has dtype {output.dtype}"
@@ -189,7 +194,9 @@ def check_module_contract(
             axes = [axes] * len(reference_list)
         else:
             axes = tf.nest.flatten(axes)
-        for index, (got, want, axis) in enumerate(zip(padded_outputs, reference_list, axes)):
+        for index, (got, want, axis) in enumerate(
+            zip(padded_outputs, reference_list, axes, strict=True)
+        ):
             if axis is None:
                 np.testing.assert_allclose(got, want, atol=atol, err_msg=f"padding: output {index}")
                 continue

@@ -40,7 +40,9 @@ def test_bible_loader_names_the_bad_line(tmp_path):
 
 
 def test_testament_classifier_learns_from_the_yaml_config():
-    config = os.path.join(os.path.dirname(__file__), os.pardir, "hparams", "testament_classifier.yaml")
+    config = os.path.join(
+        os.path.dirname(__file__), os.pardir, "hparams", "testament_classifier.yaml"
+    )
     user = tx.HParams.from_yaml(config, None).todict()
     hparams = tx.HParams(
         tx.apply_overrides(user, ["epochs=1", "embedder.dim=32"]),

@@ -1,7 +1,7 @@
 """The ``texkit`` command.
 
-    texkit hparams WordEmbedder        # a class's default hparams, as YAML
-    texkit hparams WordEmbedder dim=64 # ... with overrides applied and validated
+texkit hparams WordEmbedder        # a class's default hparams, as YAML
+texkit hparams WordEmbedder dim=64 # ... with overrides applied and validated
 """
 
 from __future__ import annotations

@@ -68,7 +68,8 @@ def test_word_embedder_lookup_equals_init_value_rows():
 
 def test_word_embedder_initializer_from_hparams():
     constant = WordEmbedder(
-        vocab_size=6, hparams={"dim": 3, "initializer": {"type": "Constant", "kwargs": {"value": 0.5}}}
+        vocab_size=6,
+        hparams={"dim": 3, "initializer": {"type": "Constant", "kwargs": {"value": 0.5}}},
     )
     constant.build()
     np.testing.assert_array_equal(constant.embedding.numpy(), np.full((6, 3), 0.5, np.float32))
@@ -189,7 +190,9 @@ def test_position_embedder_rows_and_padding_zeros():
 
 def test_position_embedder_static_shape_under_xla():
     embedder = PositionEmbedder(position_size=12, hparams={"dim": 4})
-    fn = tf.function(lambda lengths: embedder(sequence_length=lengths, max_time=9), jit_compile=True)
+    fn = tf.function(
+        lambda lengths: embedder(sequence_length=lengths, max_time=9), jit_compile=True
+    )
     concrete = fn.get_concrete_function(tf.TensorSpec([4], tf.int32))
     assert concrete.structured_outputs.shape.as_list() == [4, 9, 4]
     np.testing.assert_allclose(fn(LENGTHS).numpy(), embedder(sequence_length=LENGTHS, max_time=9))

@@ -147,7 +147,11 @@ class _TableEmbedder(ModuleBase):
 
     def _table(self, training: Any) -> Any:
         table = ops.cast(self.embedding, self.compute_dtype)
-        if training and self.hparams.dropout_rate > 0 and self.hparams.dropout_strategy == "item_type":
+        if (
+            training
+            and self.hparams.dropout_rate > 0
+            and self.hparams.dropout_strategy == "item_type"
+        ):
             table = keras.random.dropout(
                 table,
                 self.hparams.dropout_rate,
@@ -164,7 +168,9 @@ class _TableEmbedder(ModuleBase):
         if strategy == "item":
             shape = ops.shape(outputs)
             noise_shape = tuple(shape[:-1]) + (1,)
-        return keras.random.dropout(outputs, rate, noise_shape=noise_shape, seed=self.seed_generator)
+        return keras.random.dropout(
+            outputs, rate, noise_shape=noise_shape, seed=self.seed_generator
+        )
 
     def _lookup(self, ids: Any, training: Any) -> Any:
         if not _is_int(ids):
@@ -229,7 +235,6 @@ class WordEmbedder(_TableEmbedder):
             )
         weights = ops.cast(soft_ids, self.compute_dtype)
         return self._dropout(ops.matmul(weights, self._table(training)), training)
-
 
     def get_config(self) -> dict:
         return {**super().get_config(), "vocab_size": self._num_embeddings}
@@ -306,7 +311,6 @@ class PositionEmbedder(_TableEmbedder):
         outputs = self._lookup(positions, training)
         return _mask_padding(outputs, sequence_length, outputs.dtype)
 
-
     def get_config(self) -> dict:
         return {**super().get_config(), "position_size": self._num_embeddings}
 
@@ -357,17 +361,21 @@ class SinusoidsPositionEmbedder(ModuleBase):
                 f"expected a value above 1, got {self.hparams.max_timescale}", "max_timescale"
             )
         if position_size is not None and (
-            isinstance(position_size, bool) or not isinstance(position_size, int) or position_size < 1
+            isinstance(position_size, bool)
+            or not isinstance(position_size, int)
+            or position_size < 1
         ):
             raise ValueError(f"position_size must be a positive int or None, got {position_size!r}")
         self._position_size = position_size
         self._table = None
         if position_size is not None:
-            table = sinusoid_table(np.arange(position_size), self.hparams.dim, self.hparams.max_timescale)
+            table = sinusoid_table(
+                np.arange(position_size), self.hparams.dim, self.hparams.max_timescale
+            )
             self._table = table.astype(np.float32)
         exponents = 2.0 * (np.arange(self.hparams.dim) // 2) / self.hparams.dim
         self._inv_timescales = np.power(self.hparams.max_timescale, -exponents).astype(np.float32)
-        self._is_cos = (np.arange(self.hparams.dim) % 2 == 1)
+        self._is_cos = np.arange(self.hparams.dim) % 2 == 1
 
     @classmethod
     def default_hparams(cls) -> dict:
@@ -402,7 +410,5 @@ class SinusoidsPositionEmbedder(ModuleBase):
         outputs = ops.cast(outputs, self.compute_dtype)
         return _mask_padding(outputs, sequence_length, outputs.dtype)
 
-
     def get_config(self) -> dict:
         return {**super().get_config(), "position_size": self._position_size}
-

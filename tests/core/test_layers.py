@@ -1,0 +1,50 @@
+import keras
+import numpy as np
+import pytest
+
+import texkit as tx
+from texkit.core import get_activation, get_initializer, get_instance, get_layer
+
+
+def test_get_initializer_builds_the_named_keras_initializer():
+    initializer = get_initializer({"type": "Constant", "kwargs": {"value": 0.25}})
+    assert isinstance(initializer, keras.initializers.Constant)
+    np.testing.assert_array_equal(initializer((2, 3)), np.full((2, 3), 0.25, np.float32))
+    truncated = get_initializer({"type": "TruncatedNormal", "kwargs": {"stddev": 0.02, "seed": 1}})
+    values = np.asarray(truncated((200, 50)))
+    assert np.abs(values).max() <= 2 * 0.02 + 1e-7 and 0.012 < values.std() < 0.02
+    assert get_initializer(None) is None
+
+
+def test_get_initializer_refuses_non_initializers():
+    with pytest.raises(tx.HParamsError, match="not a Keras initializer") as error:
+        get_initializer({"type": "Dense", "kwargs": {"units": 2}}, path="encoder.initializer")
+    assert error.value.path == "encoder.initializer"
+
+
+def test_get_activation_by_name_and_with_kwargs():
+    x = np.array([-2.0, -0.5, 0.0, 1.5], np.float32)
+    np.testing.assert_allclose(get_activation("relu")(x), np.maximum(x, 0))
+    from math import erf, sqrt
+
+    exact_gelu = [v * 0.5 * (1 + erf(v / sqrt(2))) for v in x]
+    np.testing.assert_allclose(get_activation("gelu")(x), exact_gelu, atol=1e-6)
+    leaky = get_activation({"type": "leaky_relu", "kwargs": {"negative_slope": 0.1}})
+    np.testing.assert_allclose(leaky(x), np.where(x > 0, x, 0.1 * x), atol=1e-7)
+    assert get_activation(None) is None
+    with pytest.raises(tx.HParamsError, match="did you mean") as error:
+        get_activation("relux", path="ffn.activation")
+    assert error.value.path == "ffn.activation"
+
+
+def test_get_layer_and_get_instance():
+    layer = get_layer({"type": "Dense", "kwargs": {"units": 3, "use_bias": False}})
+    assert isinstance(layer, keras.layers.Dense) and layer.units == 3 and not layer.use_bias
+    hp = tx.HParams({"kwargs": {"units": 5}}, {"type": "LSTMCell", "kwargs": {"units": 2}})
+    cell = get_layer(hp)
+    assert isinstance(cell, keras.layers.LSTMCell) and cell.units == 5
+    with pytest.raises(tx.HParamsError, match="not a Keras layer"):
+        get_layer({"type": "Zeros", "kwargs": {}})
+    with pytest.raises(tx.HParamsError, match="Dense") as error:
+        get_instance({"type": "Dense", "kwargs": {"units": 2, "activation": "no_such"}}, path="out")
+    assert error.value.path == "out.kwargs"
