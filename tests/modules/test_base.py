@@ -104,3 +104,19 @@ def test_config_is_plain_data_for_json():
 
     config = ScaledDense({"units": 2}).get_config()
     assert json.loads(json.dumps(config))["hparams"]["units"] == 2
+
+
+def test_model_of_modules_exports_a_saved_model(tmp_path):
+    import tensorflow as tf
+
+    ids = keras.Input((5,), dtype="int32")
+    lengths = keras.Input((), dtype="int32")
+    embedded = WordEmbedder(vocab_size=11, hparams={"dim": 6})(ids)
+    positions = tx.modules.SinusoidsPositionEmbedder(hparams={"dim": 6})(
+        sequence_length=lengths, max_time=5
+    )
+    model = keras.Model([ids, lengths], ScaledDense({"units": 2})(embedded + positions))
+    batch = [np.arange(10, dtype=np.int32).reshape(2, 5), np.array([5, 2], np.int32)]
+    model.export(str(tmp_path / "serving"), verbose=False)
+    restored = tf.saved_model.load(str(tmp_path / "serving"))
+    np.testing.assert_allclose(restored.serve(batch), model(batch), atol=1e-6)
