@@ -24,6 +24,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -32,6 +33,25 @@ import yaml
 __all__ = ["HParams", "HParamsError", "apply_overrides"]
 
 _MISSING = object()
+
+
+class _SafeLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` (same constructors: plain data only) that also reads ``1e-3`` as a float.
+
+    PyYAML follows YAML 1.1, where a float needs a dot (``1.0e-3``), so ``learning_rate: 1e-3``
+    would silently become the string ``"1e-3"``.
+    """
+
+
+_SafeLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+def _safe_load(stream: Any) -> Any:
+    return yaml.load(stream, Loader=_SafeLoader)
 
 
 class HParamsError(ValueError):
@@ -221,6 +241,11 @@ def _merge_dict(user: Mapping, default: Mapping, path: str, allow_new: bool) -> 
 
 
 def _merge_type_kwargs(user: Mapping, default: Mapping, path: str, allow_new: bool) -> dict:
+    if not allow_new:
+        # Checked here, not by _merge_dict below, so the suggestion includes 'type' and 'kwargs'.
+        for key in user:
+            if key not in default:
+                raise HParamsError(f"unknown key; {_suggest(key, list(default))}", _join(path, key))
     others = {k: v for k, v in default.items() if k not in ("type", "kwargs")}
     merged = _merge_dict(
         {k: v for k, v in user.items() if k not in ("type", "kwargs")}, others, path, allow_new
@@ -393,11 +418,13 @@ class HParams(Mapping):
         """A new, validated ``HParams`` with ``changes`` merged in.
 
         Keys may be dotted paths (``hp.replace(**{"encoder.num_layers": 4})``); a dict value
-        merges into the nested dict it names.
+        merges into the nested dict it names. A change of a ``type`` keeps only the current
+        ``kwargs`` that the new class accepts (the current values act as its defaults); ``kwargs``
+        given with the change are validated as usual.
         """
         user = self.todict()
         for key, value in changes.items():
-            _set_path(user, key.split("."), value, key)
+            _set_path(user, key.split("."), value, key, retype=True)
         if self._defaults is None and not self._allow_new:
             return HParams(user, None)
         return HParams(user, self._defaults, self._allow_new)
@@ -426,7 +453,7 @@ def _load_yaml(path: str | os.PathLike) -> dict:
         raise FileNotFoundError(f"hparams file not found: {path}")
     with open(path, encoding="utf-8") as stream:
         try:
-            data = yaml.safe_load(stream)
+            data = _safe_load(stream)
         except yaml.YAMLError as error:
             raise HParamsError(f"cannot read {path} as plain YAML data: {error}") from None
     if data is None:
@@ -436,7 +463,7 @@ def _load_yaml(path: str | os.PathLike) -> dict:
     return data
 
 
-def _set_path(target: dict, keys: list[str], value: Any, full: str) -> None:
+def _set_path(target: dict, keys: list[str], value: Any, full: str, retype: bool = False) -> None:
     node: Any = target
     for depth, key in enumerate(keys[:-1]):
         if isinstance(node, list):
@@ -456,19 +483,38 @@ def _set_path(target: dict, keys: list[str], value: Any, full: str) -> None:
         index = _list_index(node, last, full)
         node[index] = value
     elif isinstance(value, dict) and isinstance(node.get(last), dict):
-        node[last] = _deep_update(node[last], value)
+        node[last] = _deep_update(node[last], value, retype)
     else:
+        if retype and last == "type" and _is_type_kwargs(node):
+            node["kwargs"] = _kwargs_kept_for(node, value)
         node[last] = value
 
 
-def _deep_update(base: dict, changes: Mapping) -> dict:
+def _deep_update(base: dict, changes: Mapping, retype: bool = False) -> dict:
     result = dict(base)
+    if retype and _is_type_kwargs(result) and "type" in changes:
+        result["kwargs"] = _kwargs_kept_for(result, changes["type"])
     for key, value in changes.items():
         if isinstance(value, Mapping) and isinstance(result.get(key), dict):
-            result[key] = _deep_update(result[key], value)
+            result[key] = _deep_update(result[key], value, retype)
         else:
             result[key] = value
     return result
+
+
+def _kwargs_kept_for(pair: Mapping, new_type: Any) -> Any:
+    """The ``kwargs`` of a ``{type, kwargs}`` pair that ``new_type`` accepts."""
+    kwargs = pair["kwargs"]
+    if new_type is None or not isinstance(kwargs, Mapping):
+        return kwargs
+    try:
+        _, target = _resolve_type(new_type, "")
+    except HParamsError:
+        return kwargs  # validation reports the bad type, with its path
+    accepted = _accepted_kwargs(target)
+    if accepted is None:
+        return kwargs
+    return {k: v for k, v in kwargs.items() if k in accepted}
 
 
 def _list_index(node: list, key: str, full: str) -> int:
@@ -492,8 +538,8 @@ def apply_overrides(
 ) -> dict:
     """Applies ``"dotted.key=value"`` overrides to a (user) hyperparameter dict.
 
-    Each value is parsed with ``yaml.safe_load`` (``4`` is an int, ``0.1`` a float, ``true`` a
-    bool, ``[1, 2]`` a list, ``null`` None). A list element is addressed by its index
+    Each value is parsed with ``yaml.safe_load`` (``4`` is an int, ``0.1`` or ``1e-3`` a float,
+    ``true`` a bool, ``[1, 2]`` a list, ``null`` None). A list element is addressed by its index
     (``layers.0.units=8``).
 
     Args:
@@ -520,7 +566,7 @@ def apply_overrides(
         if not key or any(not part for part in key.split(".")):
             raise HParamsError(f"override {override!r} has an empty key")
         try:
-            value = yaml.safe_load(text) if text.strip() else ""
+            value = _safe_load(text) if text.strip() else ""
         except yaml.YAMLError as error:
             raise HParamsError(f"cannot parse the value {text!r}: {error}", key) from None
         _set_path(result, key.split("."), value, key)

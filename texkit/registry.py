@@ -6,13 +6,20 @@ A ``type`` in hparams is resolved here, and only here:
   learning-rate schedules texkit uses (``"LSTMCell"``, ``"TruncatedNormal"``, ``"gelu"``,
   ``"Adam"``, ``"PolynomialDecay"``), texkit's own classes (``"WordEmbedder"``), and whatever a
   user registered with :func:`register`;
-* a dotted path under an allowed prefix: ``keras.``, ``tensorflow.``, ``texkit.``, or a package
-  the user registered (``register(my_package)``).
+* a dotted path into a namespace that holds model parts: ``keras.layers``,
+  ``keras.initializers``, ``keras.activations``, ``keras.optimizers`` (with ``.schedules``),
+  ``keras.losses``, ``keras.metrics``, ``keras.regularizers``, ``keras.constraints`` (also under
+  ``tensorflow.keras.``), ``tensorflow.nn``, ``tensorflow.math``, ``texkit.modules``,
+  ``texkit.core``, or a package the user registered (``register(my_package)``).
 
-Nothing else is imported. Paths with private parts (``_x``, ``__x__``) are refused, and the object a
-path reaches must itself be defined under an allowed prefix, so ``"os.system"``,
-``"builtins.eval"`` or a module-level ``os`` imported inside Keras (``keras.src....os.system``)
-are all refused with an :class:`~texkit.hparams.HParamsError`.
+Nothing else is imported. A config names constructors, never arbitrary functions: a path must
+reach a class, except in the pure-math namespaces (activations, ``tensorflow.nn``,
+``tensorflow.math``); ``get``/``deserialize``/``serialize`` (which build arbitrary objects from
+configs), ``Lambda`` and ``TFSMLayer`` (which wrap code or saved graphs) are refused; paths with
+private parts (``_x``, ``__x__``) are refused; and the object reached must be defined inside Keras,
+TensorFlow or texkit. So ``"os.system"``, ``"builtins.eval"``, ``"tensorflow.io.gfile.rmtree"``,
+``"keras.config.enable_unsafe_deserialization"`` and a module-level ``os`` imported inside Keras
+(``keras.src....os.system``) are all refused with an :class:`~texkit.hparams.HParamsError`.
 """
 
 from __future__ import annotations
@@ -27,7 +34,32 @@ from texkit.hparams import HParamsError
 
 __all__ = ["register", "resolve", "name_of", "registered_names"]
 
+# Packages whose code a resolved object may come from (Keras' public names live in keras.src).
 _ALLOWED_ROOTS: set[str] = {"keras", "tensorflow", "texkit"}
+# Where a dotted path may point: the namespaces that hold model parts, not the whole packages,
+# since e.g. tensorflow.io.gfile.rmtree or keras.config.enable_unsafe_deserialization are
+# functions a config must never call.
+_KERAS_NAMESPACES = (
+    "layers", "initializers", "activations", "optimizers", "losses", "metrics", "regularizers",
+    "constraints",
+)  # fmt: skip
+_NAMESPACES: set[str] = {
+    *(f"keras.{n}" for n in _KERAS_NAMESPACES),
+    *(f"tensorflow.keras.{n}" for n in _KERAS_NAMESPACES),
+    "tensorflow.nn",
+    "tensorflow.math",
+    "texkit.modules",
+    "texkit.core",
+}
+# Functions (rather than classes) resolve only from these pure-math namespaces.
+_FUNCTION_NAMESPACES: set[str] = {
+    "keras.activations",
+    "tensorflow.keras.activations",
+    "tensorflow.nn",
+    "tensorflow.math",
+}
+# Names that turn a config into arbitrary objects, or wrap arbitrary code or saved graphs.
+_DENIED = frozenset({"get", "deserialize", "serialize", "Lambda", "TFSMLayer"})
 _NAMES: dict[str, Any] = {}
 _BUILTINS_LOADED = False
 
@@ -98,6 +130,8 @@ def register(obj: Any, name: str | None = None) -> Any:
     """
     if isinstance(obj, types.ModuleType):
         _ALLOWED_ROOTS.add(obj.__name__)
+        _NAMESPACES.add(obj.__name__)
+        _FUNCTION_NAMESPACES.add(obj.__name__)
         return obj
     if not callable(obj):
         raise HParamsError(f"only classes, functions and modules can be registered, got {obj!r}")
@@ -130,16 +164,14 @@ def registered_names() -> list[str]:
 
 
 def _allowed(module_name: str | None) -> bool:
-    if not module_name:
-        return False
-    return any(module_name == root or module_name.startswith(root + ".") for root in _ALLOWED_ROOTS)
+    return _under(module_name, _ALLOWED_ROOTS)
 
 
 def _refuse(name: str, why: str) -> HParamsError:
-    roots = ", ".join(sorted(r + "." for r in _ALLOWED_ROOTS))
+    namespaces = ", ".join(sorted(n + "." for n in _NAMESPACES))
     return HParamsError(
         f"refusing type {name!r}: {why}. A type is a registered name or a dotted path under "
-        f"{roots} (register other code with texkit.registry.register)"
+        f"{namespaces} (register other code with texkit.registry.register)"
     )
 
 
@@ -162,15 +194,27 @@ def resolve(name: str) -> Any:
     return _resolve_path(name)
 
 
+def _under(name: str | None, prefixes: set[str]) -> bool:
+    if not name:
+        return False
+    return any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes)
+
+
 def _resolve_path(name: str) -> Any:
     parts = name.split(".")
     if any(not part.isidentifier() or part.startswith("_") for part in parts):
         raise _refuse(name, "private or malformed path parts are not allowed")
-    if not _allowed(parts[0]):
-        raise _refuse(name, f"{parts[0]!r} is not an allowed prefix")
+    if not _under(name, _NAMESPACES) or name in _NAMESPACES:
+        raise _refuse(name, "it is not under an allowed namespace")
+    if parts[-1] in _DENIED:
+        raise _refuse(name, f"{parts[-1]!r} builds objects from arbitrary configs or code")
+    # Import the longest importable prefix, but nothing outside the allowed packages.
+    shortest = next((e for e in range(1, len(parts)) if _allowed(".".join(parts[:e]))), 0)
+    if not shortest:
+        raise _refuse(name, "it is outside the allowed packages")
     module = None
     consumed = 0
-    for end in range(len(parts), 0, -1):
+    for end in range(len(parts), shortest - 1, -1):
         try:
             module = importlib.import_module(".".join(parts[:end]))
         except ImportError:
@@ -192,26 +236,37 @@ def _resolve_path(name: str) -> Any:
             raise _refuse(name, f"it passes through the module {obj.__name__!r}")
     if isinstance(obj, types.ModuleType):
         raise _refuse(name, "it names a module, not a class or function")
-    if not (inspect.isclass(obj) or inspect.isfunction(obj) or inspect.isbuiltin(obj)):
+    if not inspect.isclass(obj):
         if not callable(obj):
             raise _refuse(name, "it names neither a class nor a function")
+        if not _under(name, _FUNCTION_NAMESPACES):
+            raise _refuse(
+                name,
+                "functions resolve only from "
+                + ", ".join(sorted(_FUNCTION_NAMESPACES))
+                + " (elsewhere a type must be a class)",
+            )
     if not _allowed(getattr(obj, "__module__", None)):
         raise _refuse(name, f"it is defined in {getattr(obj, '__module__', None)!r}")
     return obj
 
 
 def name_of(obj: Any) -> str | None:
-    """The name under which ``obj`` resolves (registered name first, else its dotted path)."""
+    """The name under which ``obj`` resolves: its registered name, else a dotted path."""
     _ensure_builtins()
     for name, registered in _NAMES.items():
         if registered is obj:
             return name
     module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
-    if module and qualname and "<" not in qualname:
-        path = f"{module}.{qualname}"
+    if not module or not qualname or "<" in qualname:
+        return None
+    # Its defining module first (texkit's and registered packages'), then the public namespaces
+    # (Keras classes are defined in keras.src but named by keras.layers etc.).
+    candidates = [f"{module}.{qualname}"] + [f"{ns}.{qualname}" for ns in sorted(_NAMESPACES)]
+    for path in candidates:
         try:
             if _resolve_path(path) is obj:
                 return path
         except HParamsError:
-            return None
+            continue
     return None

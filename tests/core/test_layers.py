@@ -17,7 +17,7 @@ def test_get_initializer_builds_the_named_keras_initializer():
 
 
 def test_get_initializer_refuses_non_initializers():
-    with pytest.raises(tx.HParamsError, match="not a Keras initializer") as error:
+    with pytest.raises(tx.HParamsError, match="not a keras.Initializer") as error:
         get_initializer({"type": "Dense", "kwargs": {"units": 2}}, path="encoder.initializer")
     assert error.value.path == "encoder.initializer"
 
@@ -35,6 +35,8 @@ def test_get_activation_by_name_and_with_kwargs():
     with pytest.raises(tx.HParamsError, match="did you mean") as error:
         get_activation("relux", path="ffn.activation")
     assert error.value.path == "ffn.activation"
+    with pytest.raises(tx.HParamsError, match="not an activation function"):
+        get_activation("Dense")
 
 
 def test_get_layer_and_get_instance():
@@ -43,8 +45,12 @@ def test_get_layer_and_get_instance():
     hp = tx.HParams({"kwargs": {"units": 5}}, {"type": "LSTMCell", "kwargs": {"units": 2}})
     cell = get_layer(hp)
     assert isinstance(cell, keras.layers.LSTMCell) and cell.units == 5
-    with pytest.raises(tx.HParamsError, match="not a Keras layer"):
-        get_layer({"type": "Zeros", "kwargs": {}})
+    with pytest.raises(tx.HParamsError, match="not a keras.Layer") as error:
+        get_layer({"type": "Zeros", "kwargs": {}}, path="decoder.output_layer")
+    assert error.value.path == "decoder.output_layer"
+    with pytest.raises(tx.HParamsError, match="refusing") as error:
+        get_layer({"type": "keras.layers.Lambda", "kwargs": {}}, path="head")
+    assert error.value.path == "head.type"
     with pytest.raises(tx.HParamsError, match="Dense") as error:
         get_instance({"type": "Dense", "kwargs": {"units": 2, "activation": "no_such"}}, path="out")
     assert error.value.path == "out.kwargs"

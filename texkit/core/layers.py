@@ -21,18 +21,27 @@ def _as_dict(hparams: Mapping | HParams) -> dict:
     return hparams.todict() if isinstance(hparams, HParams) else dict(hparams)
 
 
-def get_instance(hparams: Mapping | HParams, path: str = "", **extra_kwargs: Any) -> Any:
+def get_instance(
+    hparams: Mapping | HParams, path: str = "", expected: type | None = None, **extra_kwargs: Any
+) -> Any:
     """Calls the class or function named by ``hparams.type`` with ``hparams.kwargs``.
 
     Args:
         hparams: ``{"type": name, "kwargs": {...}}``.
         path: where these hparams sit in the caller's config, for error messages.
+        expected: when given, ``type`` must name a subclass of it; checked before anything is
+            called.
         **extra_kwargs: arguments the caller adds (they win over ``kwargs``).
     """
     spec = _as_dict(hparams)
     if "type" not in spec:
         raise HParamsError("expected a dict with 'type' and 'kwargs'", path)
-    target = registry.resolve(spec["type"]) if isinstance(spec["type"], str) else spec["type"]
+    target = _resolve(spec["type"], f"{path}.type" if path else "type")
+    if expected is not None and not (isinstance(target, type) and issubclass(target, expected)):
+        raise HParamsError(
+            f"{spec['type']!r} is not a {expected.__module__.split('.')[0]}.{expected.__name__}",
+            path,
+        )
     kwargs = {**dict(spec.get("kwargs") or {}), **extra_kwargs}
     try:
         return target(**kwargs)
@@ -41,14 +50,20 @@ def get_instance(hparams: Mapping | HParams, path: str = "", **extra_kwargs: Any
         raise HParamsError(f"{spec['type']}({kwargs!r}) failed: {error}", where) from error
 
 
+def _resolve(type_value: Any, path: str) -> Any:
+    if not isinstance(type_value, str):
+        return type_value
+    try:
+        return registry.resolve(type_value)
+    except HParamsError as error:
+        raise HParamsError(error.message, path) from None
+
+
 def get_initializer(hparams: Mapping | HParams | None, path: str = "initializer") -> Any:
     """A Keras initializer from ``{"type", "kwargs"}``; ``None`` gives ``None`` (the default)."""
     if hparams is None:
         return None
-    initializer = get_instance(hparams, path)
-    if not isinstance(initializer, keras.initializers.Initializer):
-        raise HParamsError(f"{_as_dict(hparams)['type']!r} is not a Keras initializer", path)
-    return initializer
+    return get_instance(hparams, path, expected=keras.initializers.Initializer)
 
 
 def get_activation(
@@ -65,11 +80,11 @@ def get_activation(
             function = registry.resolve(activation)
         except HParamsError as error:
             raise HParamsError(error.message, path) from None
-        if not callable(function):
-            raise HParamsError(f"{activation!r} is not callable", path)
+        if isinstance(function, type) or not callable(function):
+            raise HParamsError(f"{activation!r} is not an activation function", path)
         return function
     spec = _as_dict(activation)
-    function = registry.resolve(spec["type"]) if isinstance(spec["type"], str) else spec["type"]
+    function = _resolve(spec["type"], f"{path}.type")
     kwargs = dict(spec.get("kwargs") or {})
     if not kwargs:
         return function
@@ -78,7 +93,4 @@ def get_activation(
 
 def get_layer(hparams: Mapping | HParams, path: str = "layer") -> keras.layers.Layer:
     """A Keras (or texkit) layer from ``{"type", "kwargs"}``."""
-    layer = get_instance(hparams, path)
-    if not isinstance(layer, keras.layers.Layer):
-        raise HParamsError(f"{_as_dict(hparams)['type']!r} is not a Keras layer", path)
-    return layer
+    return get_instance(hparams, path, expected=keras.layers.Layer)

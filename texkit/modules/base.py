@@ -51,8 +51,9 @@ class ModuleBase(Configurable, keras.layers.Layer):
         if name is None:
             default_name = self.default_hparams().get("name")
             name = _unique_name(hp.name) if hp.name == default_name else hp.name
-        if not isinstance(name, str) or not name:
-            raise HParamsError(f"expected a non-empty string, got {name!r}", "name")
+        if not isinstance(name, str) or not name or "/" in name:
+            # Keras uses '/' to separate the parts of weight paths.
+            raise HParamsError(f"expected a non-empty string without '/', got {name!r}", "name")
         if name != hp.name:
             hp = hp.replace(name=name)
         super().__init__(name=name, **kwargs)

@@ -356,9 +356,11 @@ class SinusoidsPositionEmbedder(ModuleBase):
         super().__init__(hparams, **kwargs)
         if self.hparams.dim < 1:
             raise HParamsError(f"expected a positive int, got {self.hparams.dim}", "dim")
-        if self.hparams.max_timescale <= 1.0:
+        # Written so that NaN fails too.
+        if not 1.0 < self.hparams.max_timescale < np.inf:
             raise HParamsError(
-                f"expected a value above 1, got {self.hparams.max_timescale}", "max_timescale"
+                f"expected a finite value above 1, got {self.hparams.max_timescale}",
+                "max_timescale",
             )
         if position_size is not None and (
             isinstance(position_size, bool)
