@@ -1,0 +1,144 @@
+"""``tf.distribute`` strategies from hparams.
+
+    strategy = tx.run.strategy_from_hparams({"type": "mirrored"})
+    with strategy.scope():
+        model = build_model()
+
+Types: ``default`` (no distribution), ``one_device``, ``mirrored`` (the GPUs or listed devices of
+one machine), ``multi_worker`` (several machines, from ``TF_CONFIG`` or an explicit ``cluster``),
+``tpu``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+
+import tensorflow as tf
+
+from texkit.hparams import HParams, HParamsError
+
+__all__ = ["default_distribution_hparams", "strategy_from_hparams", "DISTRIBUTION_HPARAMS_DOC"]
+
+_TYPES = ("default", "one_device", "mirrored", "multi_worker", "tpu")
+_COMMUNICATION = {
+    "auto": tf.distribute.experimental.CommunicationImplementation.AUTO,
+    "ring": tf.distribute.experimental.CommunicationImplementation.RING,
+    "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL,
+}
+
+DISTRIBUTION_HPARAMS_DOC = {
+    "type": "One of 'default', 'one_device', 'mirrored', 'multi_worker', 'tpu'.",
+    "devices": (
+        "one_device: [the device] (default: the first GPU, else the CPU); mirrored: the devices "
+        "to mirror over (default: every GPU, else the CPU)."
+    ),
+    "cluster": (
+        "multi_worker: {'worker': ['host:port', ...]}; empty reads the TF_CONFIG environment "
+        "variable."
+    ),
+    "task_index": "multi_worker with an explicit cluster: this process's index in the workers.",
+    "communication": "multi_worker collectives: 'auto', 'ring' or 'nccl'.",
+    "tpu": "tpu: the TPU name or grpc:// address ('' finds the TPU of a Cloud TPU VM).",
+    "name": "Name of these settings.",
+}
+
+
+def default_distribution_hparams() -> dict:
+    """Defaults of :func:`strategy_from_hparams`; see ``DISTRIBUTION_HPARAMS_DOC``."""
+    return {
+        "type": "default",
+        "devices": [],
+        "cluster": {},
+        "task_index": 0,
+        "communication": "auto",
+        "tpu": "",
+        "name": "distribution",
+    }
+
+
+def _multi_worker(hp: HParams) -> tf.distribute.Strategy:
+    options = tf.distribute.experimental.CommunicationOptions(
+        implementation=_COMMUNICATION[hp.communication]
+    )
+    if not hp.cluster:
+        if "TF_CONFIG" not in os.environ:
+            raise HParamsError(
+                "multi_worker needs a cluster: set the TF_CONFIG environment variable or "
+                "give cluster: {worker: [host:port, ...]} and task_index",
+                "cluster",
+            )
+        try:
+            json.loads(os.environ["TF_CONFIG"])
+        except ValueError as error:
+            raise HParamsError(f"TF_CONFIG is not valid JSON: {error}", "cluster") from None
+        return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    cluster = hp.cluster.todict()
+    workers = cluster.get("worker")
+    if not isinstance(workers, list) or not workers or not all(isinstance(w, str) for w in workers):
+        raise HParamsError(f"expected {{worker: [host:port, ...]}}, got {cluster!r}", "cluster")
+    if not 0 <= hp.task_index < len(workers):
+        raise HParamsError(
+            f"expected an index below {len(workers)} (the number of workers), got {hp.task_index}",
+            "task_index",
+        )
+    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec(cluster), task_type="worker", task_id=hp.task_index
+    )
+    return tf.distribute.MultiWorkerMirroredStrategy(
+        cluster_resolver=resolver, communication_options=options
+    )
+
+
+def _tpu(hp: HParams) -> tf.distribute.Strategy:
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=hp.tpu or None)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except (ValueError, RuntimeError, tf.errors.OpError) as error:
+        where = f"at {hp.tpu!r}" if hp.tpu else "on this machine"
+        raise RuntimeError(
+            f"type 'tpu': no TPU found {where} ({type(error).__name__}: {error}). "
+            "Give tpu: <name or grpc://address>, or choose another distribution type."
+        ) from error
+    return tf.distribute.TPUStrategy(resolver)
+
+
+def strategy_from_hparams(hparams: Mapping | HParams | None = None) -> tf.distribute.Strategy:
+    """A ``tf.distribute.Strategy`` from distribution hparams (see the module docstring).
+
+    Raises:
+        HParamsError: an unknown type or key, a device that does not exist, a malformed cluster.
+        RuntimeError: ``tpu`` where no TPU can be reached.
+    """
+    hp = HParams(hparams, default_distribution_hparams())
+    if hp.type not in _TYPES:
+        raise HParamsError(f"expected one of {_TYPES}, got {hp.type!r}", "type")
+    if hp.communication not in _COMMUNICATION:
+        raise HParamsError(
+            f"expected one of {sorted(_COMMUNICATION)}, got {hp.communication!r}", "communication"
+        )
+    devices = list(hp.devices)
+    known = {
+        (spec.device_type, spec.device_index)
+        for spec in (tf.DeviceSpec.from_string(d.name) for d in tf.config.list_logical_devices())
+    }
+    for index, device in enumerate(devices):
+        spec = tf.DeviceSpec.from_string(device)
+        if (spec.device_type and spec.device_type.upper(), spec.device_index or 0) not in known:
+            names = sorted(f"/{kind.lower()}:{i}" for kind, i in known)
+            raise HParamsError(f"no device {device!r} here; devices: {names}", f"devices.{index}")
+    if hp.type == "default":
+        return tf.distribute.get_strategy()
+    if hp.type == "one_device":
+        if len(devices) > 1:
+            raise HParamsError("one_device takes one device", "devices")
+        gpus = tf.config.list_logical_devices("GPU")
+        device = devices[0] if devices else (gpus[0].name if gpus else "/cpu:0")
+        return tf.distribute.OneDeviceStrategy(device)
+    if hp.type == "mirrored":
+        return tf.distribute.MirroredStrategy(devices=devices or None)
+    if hp.type == "multi_worker":
+        return _multi_worker(hp)
+    return _tpu(hp)
