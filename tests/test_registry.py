@@ -20,7 +20,8 @@ def isolated_registry(monkeypatch):
     """Registrations made by a test are undone after it."""
     registry.registered_names()  # loads the built-in names into the table copied below
     monkeypatch.setattr(registry, "_NAMES", dict(registry._NAMES))
-    monkeypatch.setattr(registry, "_ALLOWED_ROOTS", set(registry._ALLOWED_ROOTS))
+    monkeypatch.setattr(registry, "_NAMESPACES", set(registry._NAMESPACES))
+    monkeypatch.setattr(registry, "_FUNCTION_NAMESPACES", set(registry._FUNCTION_NAMESPACES))
 
 
 def _user_module(monkeypatch, name: str) -> types.ModuleType:
@@ -291,3 +292,49 @@ def test_name_of_what_cannot_be_named_is_none():
     assert registry.name_of(Local) is None
     assert registry.name_of(os.system) is None
     assert registry.name_of(eval) is None
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "texkit.core.layers.keras.src.backend.tensorflow.core.tf.io.TFRecordWriter",
+        "texkit.modules.base.keras.callbacks.CSVLogger",
+        "texkit.core.layers.keras.src.layers.core.dense.Dense",
+        "texkit.core.layers.registry.register",
+        "keras.layers.keras.src.saving.saving_lib.DiskIOStore",
+    ],
+)
+def test_paths_through_imported_modules_are_refused(path):
+    with pytest.raises(HParamsError):
+        registry.resolve(path)
+
+
+def test_a_config_cannot_truncate_a_file_through_an_imported_module(tmp_path):
+    victim = tmp_path / "data.txt"
+    victim.write_text("keep me")
+    path = "texkit.core.layers.keras.src.backend.tensorflow.core.tf.io.TFRecordWriter"
+    defaults = {"writer": {"type": "Adam", "kwargs": {}}, "name": "x"}
+    with pytest.raises(HParamsError, match="refusing"):
+        hp = HParams({"writer": {"type": path, "kwargs": {"path": str(victim)}}}, defaults)
+        tx.core.get_instance(hp.writer)
+    assert victim.read_text() == "keep me"
+
+
+def test_a_registered_package_opens_only_its_own_code(monkeypatch, isolated_registry, tmp_path):
+    package = _user_module(monkeypatch, _unique("mylib"))
+    package.tf = tf  # the package imports TensorFlow, as packages do
+    package.rmtree = tf.io.gfile.rmtree  # and re-exports a function of it
+
+    def scale(x, factor=2.0):
+        return x * factor
+
+    scale.__module__ = package.__name__
+    package.scale = scale
+    registry.register(package)
+    assert registry.resolve(f"{package.__name__}.scale") is scale
+    victim = tmp_path / "keep"
+    victim.mkdir()
+    for path in (f"{package.__name__}.tf.io.gfile.rmtree", f"{package.__name__}.rmtree"):
+        with pytest.raises(HParamsError, match="refusing"):
+            registry.resolve(path)
+    assert victim.is_dir()

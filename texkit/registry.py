@@ -12,14 +12,21 @@ A ``type`` in hparams is resolved here, and only here:
   ``tensorflow.keras.``), ``tensorflow.nn``, ``tensorflow.math``, ``texkit.modules``,
   ``texkit.core``, or a package the user registered (``register(my_package)``).
 
-Nothing else is imported. A config names constructors, never arbitrary functions: a path must
-reach a class, except in the pure-math namespaces (activations, ``tensorflow.nn``,
-``tensorflow.math``); ``get``/``deserialize``/``serialize`` (which build arbitrary objects from
-configs), ``Lambda`` and ``TFSMLayer`` (which wrap code or saved graphs) are refused; paths with
-private parts (``_x``, ``__x__``) are refused; and the object reached must be defined inside Keras,
-TensorFlow or texkit. So ``"os.system"``, ``"builtins.eval"``, ``"tensorflow.io.gfile.rmtree"``,
-``"keras.config.enable_unsafe_deserialization"`` and a module-level ``os`` imported inside Keras
-(``keras.src....os.system``) are all refused with an :class:`~texkit.hparams.HParamsError`.
+Nothing else is imported. A config names constructors, never arbitrary functions:
+
+* a path must reach a class, except in the pure-math namespaces (activations, ``tensorflow.nn``,
+  ``tensorflow.math``) and registered packages, where functions are allowed too;
+* below its namespace a path walks only through genuine submodules, never through a module that
+  was merely imported (``tf`` inside a package, ``os`` inside Keras), and the object reached must
+  be defined by the namespace's own library (Keras, TensorFlow, texkit, or the registered
+  package itself);
+* ``get``/``deserialize``/``serialize`` (which build arbitrary objects from configs), ``Lambda``
+  and ``TFSMLayer`` (which wrap code or saved graphs) and private parts (``_x``) are refused.
+
+So ``"os.system"``, ``"builtins.eval"``, ``"tensorflow.io.gfile.rmtree"``,
+``"keras.config.enable_unsafe_deserialization"``, ``"texkit.core.layers.keras.callbacks.CSVLogger"``
+and ``"my_registered_package.tf.io.gfile.rmtree"`` are all refused with an
+:class:`~texkit.hparams.HParamsError`.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
+import sys
 import types
 from typing import Any
 
@@ -34,8 +42,6 @@ from texkit.hparams import HParamsError
 
 __all__ = ["register", "resolve", "name_of", "registered_names"]
 
-# Packages whose code a resolved object may come from (Keras' public names live in keras.src).
-_ALLOWED_ROOTS: set[str] = {"keras", "tensorflow", "texkit"}
 # Where a dotted path may point: the namespaces that hold model parts, not the whole packages,
 # since e.g. tensorflow.io.gfile.rmtree or keras.config.enable_unsafe_deserialization are
 # functions a config must never call.
@@ -129,7 +135,6 @@ def register(obj: Any, name: str | None = None) -> Any:
         >>> HParams({"type": "MyCell"}, ...)
     """
     if isinstance(obj, types.ModuleType):
-        _ALLOWED_ROOTS.add(obj.__name__)
         _NAMESPACES.add(obj.__name__)
         _FUNCTION_NAMESPACES.add(obj.__name__)
         return obj
@@ -161,10 +166,6 @@ def registered_names() -> list[str]:
     """All registered names, sorted."""
     _ensure_builtins()
     return sorted(_NAMES)
-
-
-def _allowed(module_name: str | None) -> bool:
-    return _under(module_name, _ALLOWED_ROOTS)
 
 
 def _refuse(name: str, why: str) -> HParamsError:
@@ -200,54 +201,64 @@ def _under(name: str | None, prefixes: set[str]) -> bool:
     return any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes)
 
 
+def _namespace_of(name: str) -> str | None:
+    matches = [ns for ns in _NAMESPACES if name.startswith(ns + ".")]
+    return max(matches, key=len) if matches else None
+
+
+def _owners(namespace: str) -> set[str]:
+    """The packages whose code may be reached from ``namespace``."""
+    root = namespace.split(".")[0]
+    if root == "tensorflow":
+        return {"tensorflow", "keras"}  # tf.keras is Keras
+    if root in ("keras", "texkit"):
+        return {root}
+    return {namespace}  # a registered package: its own code only
+
+
 def _resolve_path(name: str) -> Any:
     parts = name.split(".")
     if any(not part.isidentifier() or part.startswith("_") for part in parts):
         raise _refuse(name, "private or malformed path parts are not allowed")
-    if not _under(name, _NAMESPACES) or name in _NAMESPACES:
+    namespace = _namespace_of(name)
+    if namespace is None:
         raise _refuse(name, "it is not under an allowed namespace")
     if parts[-1] in _DENIED:
         raise _refuse(name, f"{parts[-1]!r} builds objects from arbitrary configs or code")
-    # Import the longest importable prefix, but nothing outside the allowed packages.
-    shortest = next((e for e in range(1, len(parts)) if _allowed(".".join(parts[:e]))), 0)
-    if not shortest:
-        raise _refuse(name, "it is outside the allowed packages")
-    module = None
-    consumed = 0
-    for end in range(len(parts), shortest - 1, -1):
+    try:
+        obj: Any = importlib.import_module(namespace)
+    except ImportError:
+        raise _refuse(name, f"the namespace {namespace!r} cannot be imported") from None
+    rest = parts[len(namespace.split(".")) :]
+    # Walk only through genuine submodules: a module merely imported into another (``tf`` inside a
+    # package, ``os`` inside Keras) would open every function of its library.
+    for depth, part in enumerate(rest):
+        parent = obj
         try:
-            module = importlib.import_module(".".join(parts[:end]))
-        except ImportError:
-            continue
-        consumed = end
-        break
-    if module is None:
-        raise _refuse(name, "no such module")
-    obj: Any = module
-    for depth in range(consumed, len(parts)):
-        try:
-            obj = getattr(obj, parts[depth])
+            obj = getattr(parent, part)
         except AttributeError:
             raise HParamsError(
-                f"unknown type {name!r}: {'.'.join(parts[:depth])!r} has no attribute "
-                f"{parts[depth]!r}"
+                f"unknown type {name!r}: {'.'.join([namespace, *rest[:depth]])!r} has no "
+                f"attribute {part!r}"
             ) from None
-        if isinstance(obj, types.ModuleType) and not _allowed(obj.__name__):
-            raise _refuse(name, f"it passes through the module {obj.__name__!r}")
-    if isinstance(obj, types.ModuleType):
-        raise _refuse(name, "it names a module, not a class or function")
+        if isinstance(obj, types.ModuleType):
+            if depth == len(rest) - 1:
+                raise _refuse(name, "it names a module, not a class or function")
+            if sys.modules.get(f"{parent.__name__}.{part}") is not obj:
+                raise _refuse(name, f"it passes through {part!r}, which is not a submodule")
     if not inspect.isclass(obj):
         if not callable(obj):
             raise _refuse(name, "it names neither a class nor a function")
-        if not _under(name, _FUNCTION_NAMESPACES):
+        if namespace not in _FUNCTION_NAMESPACES:
             raise _refuse(
                 name,
                 "functions resolve only from "
                 + ", ".join(sorted(_FUNCTION_NAMESPACES))
                 + " (elsewhere a type must be a class)",
             )
-    if not _allowed(getattr(obj, "__module__", None)):
-        raise _refuse(name, f"it is defined in {getattr(obj, '__module__', None)!r}")
+    defined_in = getattr(obj, "__module__", None)
+    if not _under(defined_in, _owners(namespace)):
+        raise _refuse(name, f"it is defined in {defined_in!r}, outside {namespace!r}")
     return obj
 
 
