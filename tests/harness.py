@@ -10,10 +10,13 @@ A module test calls :func:`check_module_contract` with a factory and example inp
 4. ``jit_compile=True`` (XLA) with static shapes: the same outputs;
 5. ``tf.data``: batches from a dataset give the same outputs, also through ``Model.predict``;
 6. ``mixed_bfloat16``: float32 variables, bfloat16 outputs, close to the float32 outputs;
-7. padding invariance: appending padding steps and filling padded steps with other (valid) values
+7. ``training=True`` runs eagerly, in ``tf.function`` and under XLA with finite outputs of the
+   same shapes and dtypes;
+8. padding invariance: appending padding steps and filling padded steps with other (valid) values
    changes no output at a valid step.
 
-Outputs are compared after ``training=False`` calls, so the checks are deterministic.
+Outputs are compared after ``training=False`` calls, so the checks are deterministic; a module's
+own test checks what ``training=True`` computes.
 """
 
 from __future__ import annotations
@@ -47,8 +50,8 @@ def _assert_close(actual: Any, expected: Any, atol: float, rtol: float, what: st
         )
 
 
-def _call(module: Any, inputs: Mapping, call_kwargs: Mapping) -> Any:
-    return module(**inputs, **call_kwargs, training=False)
+def _call(module: Any, inputs: Mapping, call_kwargs: Mapping, training: bool = False) -> Any:
+    return module(**inputs, **call_kwargs, training=training)
 
 
 def _input_spec(name: str, value: np.ndarray, time_axis: int | None) -> keras.KerasTensor:
@@ -127,6 +130,8 @@ def check_module_contract(
     # 1. Config round trip.
     config = module.get_config()
     clone = type(module).from_config(config)
+    if hasattr(module, "hparams"):
+        assert clone.hparams == module.hparams, "from_config(get_config()) changed the hparams"
     assert clone.get_config() == config, "get_config() changed after from_config()"
     _call(clone, inputs, call_kwargs)
     clone.set_weights(module.get_weights())
@@ -182,7 +187,23 @@ def check_module_contract(
             )
     _assert_close(mixed_outputs, reference, bf16_tolerance, bf16_tolerance, "mixed_bfloat16")
 
-    # 7. Padding invariance.
+    # 7. Training mode (dropout and the like) runs eagerly, in a graph and under XLA, giving
+    # finite outputs of the inference shapes and dtypes.
+    def train_call(feed):
+        return _call(module, feed, call_kwargs, training=True)
+
+    for how, fn in [
+        ("eager", train_call),
+        ("tf.function", tf.function(train_call)),
+        ("jit_compile=True", tf.function(train_call, jit_compile=True)),
+    ]:
+        outputs = fn(inputs)
+        for got, want in zip(tf.nest.flatten(outputs), tf.nest.flatten(reference), strict=True):
+            assert tuple(got.shape) == tuple(want.shape), f"training=True ({how}): shape"
+            assert got.dtype == want.dtype, f"training=True ({how}): dtype"
+            assert np.all(np.isfinite(keras.ops.convert_to_numpy(got))), f"training ({how})"
+
+    # 8. Padding invariance.
     if sequence_inputs:
         lengths = np.asarray(inputs[length_key] if lengths is None else lengths).astype(np.int64)
         rng = np.random.default_rng(0)

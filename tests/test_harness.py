@@ -41,7 +41,7 @@ def test_catches_a_module_that_reads_padding(tmp_path):
 
 
 def test_catches_a_config_that_does_not_round_trip(tmp_path):
-    with pytest.raises((AssertionError, ValueError)):
+    with pytest.raises(AssertionError, match="changed the hparams"):
         check_module_contract(
             lambda **kw: ForgetsItsConfig(20, hparams={"dim": 4}, **kw), {"ids": IDS}, tmp_path
         )
@@ -51,4 +51,19 @@ def test_catches_outputs_outside_the_mixed_precision_policy(tmp_path):
     with pytest.raises(AssertionError, match="bfloat16"):
         check_module_contract(
             lambda **kw: IgnoresMixedPrecision(20, hparams={"dim": 4}, **kw), {"ids": IDS}, tmp_path
+        )
+
+
+class BreaksInTraining(WordEmbedder):
+    def call(self, ids=None, soft_ids=None, training=None):
+        outputs = super().call(ids, soft_ids, training)
+        if training:
+            return keras.ops.log(outputs * 0.0 - 1.0)  # NaN
+        return outputs
+
+
+def test_catches_a_module_that_fails_in_training_mode(tmp_path):
+    with pytest.raises(AssertionError, match="training"):
+        check_module_contract(
+            lambda **kw: BreaksInTraining(20, hparams={"dim": 4}, **kw), {"ids": IDS}, tmp_path
         )

@@ -692,3 +692,74 @@ def test_malformed_configs_fail_only_with_hparams_error(module, data):
             make(config)
         except HParamsError:
             pass
+
+
+# -- found in review --------------------------------------------------------------------------
+
+NESTED = {
+    "encoder": {"num_blocks": 2, "name": "e"},
+    "dropout_rate": 0.1,
+    "sizes": [1, 2],
+    "name": "m",
+}
+
+
+def test_an_int_too_large_for_a_float_is_an_hparams_error():
+    with raises_at("dropout_rate"):
+        HParams({"dropout_rate": 10**400}, NESTED)
+    with raises_at("dropout_rate"):
+        apply_overrides({}, ["dropout_rate=" + "9" * 400], NESTED)
+
+
+def test_replace_validates_on_nested_copies_and_pickles():
+    import copy
+    import pickle
+
+    hp = HParams(None, NESTED)
+    with raises_at("num_blockz"):
+        hp.encoder.replace(num_blockz=3)
+    assert hp.encoder.replace(num_blocks=4).num_blocks == 4
+    for clone in (copy.deepcopy(hp), pickle.loads(pickle.dumps(hp))):
+        assert clone == hp
+        with raises_at("dropout_rate"):
+            clone.replace(dropout_rate="x")
+
+
+def test_an_override_through_a_list_element_that_is_not_a_dict_is_an_hparams_error():
+    with raises_at("sizes.0.x"):
+        apply_overrides({"sizes": [1, 2]}, ["sizes.0.x=1"])
+
+
+@pytest.mark.parametrize("text", ["a: &x [*x]", "a: &x 1\nb: *x", "dim: 64\ndim: 32"])
+def test_yaml_aliases_and_repeated_keys_are_refused(tmp_path, text):
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    with pytest.raises(HParamsError, match=str(path)):
+        HParams.from_yaml(path, None, allow_new_hparam=True)
+
+
+def test_to_yaml_quotes_strings_that_would_read_back_as_numbers(tmp_path):
+    hp = HParams({"name": "1e5", "dropout_rate": 1e-5}, NESTED)
+    path = tmp_path / "hp.yaml"
+    path.write_text(hp.to_yaml())
+    assert HParams.from_yaml(path, NESTED) == hp
+
+
+def test_a_file_that_is_not_utf8_is_an_hparams_error(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("name: caf\xe9".encode("latin-1"))
+    with pytest.raises(HParamsError, match="UTF-8"):
+        HParams.from_yaml(path, NESTED)
+
+
+def test_overriding_a_type_in_a_resolved_config_keeps_only_the_kwargs_it_accepts():
+    resolved = HParams(None, WordEmbedder.default_hparams()).todict()  # e.g. a saved hparams.yaml
+    changed = apply_overrides(
+        resolved, ["initializer.type=GlorotUniform"], WordEmbedder.default_hparams()
+    )
+    assert changed["initializer"] == {"type": "GlorotUniform", "kwargs": {"seed": None}}
+
+
+def test_equal_hparams_hash_equally():
+    assert HParams({"a": 1}, None) == HParams({"a": 1.0}, None)
+    assert hash(HParams({"a": 1}, None)) == hash(HParams({"a": 1.0}, None))

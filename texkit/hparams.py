@@ -5,8 +5,8 @@ a (partial) dict of the same shape; :class:`HParams` merges the two and validate
 
 * An unknown key is an error naming its full path and the closest known keys.
 * A value must have the type of its default. An ``int`` is accepted where the default is a
-  ``float`` (and stored as a float); nothing else is coerced. A default of ``None`` (or an empty
-  dict ``{}``) accepts anything.
+  ``float`` (and stored as a float); nothing else is coerced. A default of ``None`` accepts
+  anything; an empty dict ``{}`` accepts any dict (its keys are free-form).
 * Nested dicts merge key by key. Lists are replaced whole, except a list whose default is a single
   dict (a template): each user element is merged into that template.
 * A dict with both ``type`` and ``kwargs`` names a class. ``type`` is a registry name
@@ -36,18 +36,46 @@ _MISSING = object()
 
 
 class _SafeLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` (same constructors: plain data only) that also reads ``1e-3`` as a float.
+    """``yaml.SafeLoader`` (same constructors: plain data only), stricter about configs.
 
-    PyYAML follows YAML 1.1, where a float needs a dot (``1.0e-3``), so ``learning_rate: 1e-3``
-    would silently become the string ``"1e-3"``.
+    * ``1e-3`` is a float: PyYAML follows YAML 1.1, where a float needs a dot (``1.0e-3``), so
+      ``learning_rate: 1e-3`` would silently become the string ``"1e-3"``.
+    * Aliases (``*name``) are refused: they allow self-referencing and exponentially growing
+      documents, and a config does not need them.
+    * A key given twice in one mapping is an error rather than "the last one wins".
     """
 
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not allowed in texkit configs", event.start_mark
+            )
+        return super().compose_node(parent, index)
 
-_SafeLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, (str, int, float, bool)):
+                continue  # unhashable keys are refused by the base class
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is given twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+class _SafeDumper(yaml.SafeDumper):
+    """Writes what :class:`_SafeLoader` reads back unchanged (quotes strings such as ``"1e5"``)."""
+
+
+_FLOAT_WITHOUT_DOT = re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
+for _resolver in (_SafeLoader, _SafeDumper):
+    _resolver.add_implicit_resolver(
+        "tag:yaml.org,2002:float", _FLOAT_WITHOUT_DOT, list("-+0123456789")
+    )
 
 
 def _safe_load(stream: Any) -> Any:
@@ -172,7 +200,10 @@ def _check_scalar(value: Any, default: Any, path: str) -> Any:
     elif isinstance(default, float):
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
         if ok:
-            return float(value)
+            try:
+                return float(value)
+            except OverflowError:
+                raise HParamsError(f"{value} is too large for a float", path) from None
     else:
         ok = isinstance(value, type(default))
     if not ok:
@@ -289,11 +320,17 @@ def _merge_type_kwargs(user: Mapping, default: Mapping, path: str, allow_new: bo
     return {"type": name, "kwargs": kwargs, **merged}
 
 
-def _freeze(value: Any) -> Any:
+def _freeze(value: Any, default: Any, allow_new: bool) -> Any:
+    """Read-only form of a validated value; nested dicts keep their defaults for ``replace``."""
     if isinstance(value, Mapping):
-        return HParams._from_validated(value)
+        if isinstance(default, Mapping) and default:
+            return HParams._from_validated(value, default, allow_new)
+        return HParams._from_validated(value, None, True)  # free-form
     if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
+        template = None
+        if isinstance(default, (list, tuple)) and len(default) == 1:
+            template = default[0] if isinstance(default[0], Mapping) else None
+        return tuple(_freeze(v, template, allow_new) for v in value)
     return value
 
 
@@ -341,14 +378,16 @@ class HParams(Mapping):
         self._init(data, _to_plain(default_hparams), allow_new_hparam)
 
     def _init(self, data: Mapping, defaults: Mapping | None, allow_new: bool) -> None:
-        object.__setattr__(self, "_data", {k: _freeze(v) for k, v in data.items()})
+        sub = defaults or {}
+        frozen = {k: _freeze(v, sub.get(k), allow_new) for k, v in data.items()}
+        object.__setattr__(self, "_data", frozen)
         object.__setattr__(self, "_defaults", defaults)
         object.__setattr__(self, "_allow_new", allow_new)
 
     @classmethod
-    def _from_validated(cls, data: Mapping) -> HParams:
+    def _from_validated(cls, data: Mapping, defaults: Mapping | None, allow_new: bool) -> HParams:
         instance = cls.__new__(cls)
-        instance._init(data, None, True)
+        instance._init(data, defaults, allow_new)
         return instance
 
     # -- reading -------------------------------------------------------------------------------
@@ -385,7 +424,9 @@ class HParams(Mapping):
 
     def to_yaml(self) -> str:
         """The hyperparameters as a YAML document (readable back by :meth:`from_yaml`)."""
-        return yaml.safe_dump(self.todict(), sort_keys=False, default_flow_style=False)
+        return yaml.dump(
+            self.todict(), Dumper=_SafeDumper, sort_keys=False, default_flow_style=False
+        )
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Mapping):
@@ -393,7 +434,8 @@ class HParams(Mapping):
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(yaml.safe_dump(self.todict(), sort_keys=True))
+        # Equal mappings have equal keys (1 == 1.0, so values cannot be hashed by their text).
+        return hash(tuple(sorted(self._data)))
 
     def __repr__(self) -> str:
         body = ", ".join(f"{k}={v!r}" for k, v in self._data.items())
@@ -410,7 +452,7 @@ class HParams(Mapping):
         raise AttributeError(f"HParams is read-only (tried to delete {name!r})")
 
     def __reduce__(self):
-        return (HParams, (self.todict(), None))
+        return (HParams, (self.todict(), self._defaults, self._allow_new))
 
     # -- derived copies -------------------------------------------------------------------------
 
@@ -456,6 +498,8 @@ def _load_yaml(path: str | os.PathLike) -> dict:
             data = _safe_load(stream)
         except yaml.YAMLError as error:
             raise HParamsError(f"cannot read {path} as plain YAML data: {error}") from None
+        except UnicodeDecodeError as error:
+            raise HParamsError(f"{path} is not UTF-8 text: {error}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -468,6 +512,12 @@ def _set_path(target: dict, keys: list[str], value: Any, full: str, retype: bool
     for depth, key in enumerate(keys[:-1]):
         if isinstance(node, list):
             node = _list_item(node, key, full)
+            if not isinstance(node, (dict, list)):
+                raise HParamsError(
+                    f"cannot set a nested key: '{'.'.join(keys[: depth + 1])}' holds "
+                    f"{_type_name(node)} {_short(node)}, not a dict",
+                    full,
+                )
             continue
         if key not in node or node[key] is None:
             node[key] = {}
@@ -569,7 +619,7 @@ def apply_overrides(
             value = _safe_load(text) if text.strip() else ""
         except yaml.YAMLError as error:
             raise HParamsError(f"cannot parse the value {text!r}: {error}", key) from None
-        _set_path(result, key.split("."), value, key)
+        _set_path(result, key.split("."), value, key, retype=True)
     if default_hparams is not None:
         HParams(result, default_hparams)
     return result

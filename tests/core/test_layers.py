@@ -54,3 +54,15 @@ def test_get_layer_and_get_instance():
     with pytest.raises(tx.HParamsError, match="Dense") as error:
         get_instance({"type": "Dense", "kwargs": {"units": 2, "activation": "no_such"}}, path="out")
     assert error.value.path == "out.kwargs"
+
+
+def test_activation_with_kwargs_survives_keras_saving(tmp_path):
+    activation = get_activation({"type": "leaky_relu", "kwargs": {"negative_slope": 0.1}})
+    inputs = keras.Input((3,))
+    model = keras.Model(inputs, keras.layers.Dense(2, activation=activation)(inputs))
+    model.save(tmp_path / "m.keras")
+    loaded = keras.saving.load_model(tmp_path / "m.keras")
+    x = np.array([[1.0, -2.0, 3.0]], np.float32)
+    np.testing.assert_allclose(loaded(x), model(x), atol=1e-6)
+    with pytest.raises(tx.HParamsError, match="not an activation function"):
+        get_activation({"type": "Dense", "kwargs": {"units": 2}})

@@ -120,3 +120,16 @@ def test_model_of_modules_exports_a_saved_model(tmp_path):
     model.export(str(tmp_path / "serving"), verbose=False)
     restored = tf.saved_model.load(str(tmp_path / "serving"))
     np.testing.assert_allclose(restored.serve(batch), model(batch), atol=1e-6)
+
+
+def test_same_named_user_classes_in_two_modules_do_not_overwrite_each_other():
+    def make(module_name):
+        namespace = {
+            "__module__": module_name,
+            "default_hparams": classmethod(lambda cls: {"name": "enc"}),
+        }
+        return type("Encoder", (ModuleBase,), namespace)
+
+    first, second = make("userpkg.a"), make("userpkg.b")
+    assert keras.saving.get_registered_object("userpkg.a>Encoder") is first
+    assert keras.saving.get_registered_object("userpkg.b>Encoder") is second

@@ -34,9 +34,13 @@ def test_every_hparam_is_documented(cls):
 # -- WordEmbedder ----------------------------------------------------------------------------
 
 
-def test_word_embedder_contract(tmp_path):
+@pytest.mark.parametrize(
+    "dropout",
+    [{}, *({"dropout_rate": 0.3, "dropout_strategy": s} for s in ("element", "item", "item_type"))],
+)
+def test_word_embedder_contract(tmp_path, dropout):
     outputs = check_module_contract(
-        lambda **kw: WordEmbedder(vocab_size=20, hparams={"dim": 8}, **kw),
+        lambda **kw: WordEmbedder(vocab_size=20, hparams={"dim": 8, **dropout}, **kw),
         {"ids": IDS},
         tmp_path,
         sequence_inputs={"ids": 1},
@@ -245,3 +249,39 @@ def test_sinusoids_lengths_and_custom_timescale():
     with pytest.raises(tx.HParamsError) as error:
         SinusoidsPositionEmbedder(hparams={"max_timescale": 1.0})
     assert error.value.path == "max_timescale"
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64"])
+def test_ids_of_every_integer_dtype_look_up_the_same_rows(dtype):
+    table = RNG.normal(size=(20, 3)).astype(np.float32)
+    embedder = WordEmbedder(init_value=table)
+    np.testing.assert_array_equal(embedder(IDS.astype(dtype)).numpy(), table[IDS])
+
+
+def test_negative_ids_are_not_wrapped_around():
+    embedder = WordEmbedder(vocab_size=5, hparams={"dim": 2})
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        embedder(np.array([[-1]], np.int32))
+
+
+def test_init_value_with_the_full_default_hparams_takes_dim_from_the_matrix():
+    table = RNG.normal(size=(7, 3)).astype(np.float32)
+    embedder = WordEmbedder(init_value=table, hparams=WordEmbedder.make_hparams(None))
+    assert embedder.dim == 3
+    np.testing.assert_array_equal(embedder(np.array([[6, 0]])).numpy()[0], table[[6, 0]])
+
+
+def test_position_arguments_are_checked():
+    embedder = PositionEmbedder(position_size=8, hparams={"dim": 4})
+    with pytest.raises(ValueError, match="max_time=10 exceeds position_size=8"):
+        embedder(sequence_length=np.array([10]), max_time=10)
+    with pytest.raises(ValueError, match=r"positions must be \[batch, time\]"):
+        embedder(np.arange(4, dtype=np.int32), sequence_length=LENGTHS)
+    sinusoids = SinusoidsPositionEmbedder(np.int64(16), hparams={"dim": 4})
+    with pytest.raises(ValueError, match="exceeds position_size=16"):
+        sinusoids(sequence_length=np.array([3]), max_time=17)
+
+
+def test_an_empty_batch_gives_an_empty_result():
+    embedder = PositionEmbedder(position_size=8, hparams={"dim": 4})
+    assert embedder(sequence_length=np.zeros((0,), np.int32)).shape == (0, 0, 4)

@@ -14,7 +14,7 @@ import keras
 from texkit import registry
 from texkit.hparams import HParams, HParamsError
 
-__all__ = ["get_instance", "get_initializer", "get_activation", "get_layer"]
+__all__ = ["BoundActivation", "get_instance", "get_initializer", "get_activation", "get_layer"]
 
 
 def _as_dict(hparams: Mapping | HParams) -> dict:
@@ -66,29 +66,55 @@ def get_initializer(hparams: Mapping | HParams | None, path: str = "initializer"
     return get_instance(hparams, path, expected=keras.initializers.Initializer)
 
 
+@keras.saving.register_keras_serializable(package="texkit")
+class BoundActivation:
+    """An activation function with fixed keyword arguments; serializable, unlike a lambda.
+
+    ``BoundActivation("leaky_relu", {"negative_slope": 0.1})(x)`` is
+    ``keras.activations.leaky_relu(x, negative_slope=0.1)``.
+    """
+
+    def __init__(self, name: str, kwargs: Mapping[str, Any]):
+        self.name = name
+        self.kwargs = dict(kwargs)
+        self.function = _activation_function(name, "activation")
+
+    def __call__(self, x: Any) -> Any:
+        return self.function(x, **self.kwargs)
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "kwargs": self.kwargs}
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> BoundActivation:
+        return cls(**config)
+
+
+def _activation_function(name: Any, path: str) -> Callable:
+    function = _resolve(name, path)
+    if isinstance(function, type) or not callable(function):
+        raise HParamsError(f"{name!r} is not an activation function", path)
+    return function
+
+
 def get_activation(
     activation: str | Mapping | HParams | None, path: str = "activation"
 ) -> Callable | None:
     """An activation function from a registered name (``"gelu"``) or ``{"type", "kwargs"}``.
 
-    ``None`` and ``"linear"`` mean no activation (``None`` is returned for ``None``).
+    ``None`` gives ``None`` (no activation). With kwargs the result is a :class:`BoundActivation`,
+    which Keras can save and load.
     """
     if activation is None:
         return None
     if isinstance(activation, str):
-        try:
-            function = registry.resolve(activation)
-        except HParamsError as error:
-            raise HParamsError(error.message, path) from None
-        if isinstance(function, type) or not callable(function):
-            raise HParamsError(f"{activation!r} is not an activation function", path)
-        return function
+        return _activation_function(activation, path)
     spec = _as_dict(activation)
-    function = _resolve(spec["type"], f"{path}.type")
+    function = _activation_function(spec["type"], f"{path}.type")
     kwargs = dict(spec.get("kwargs") or {})
     if not kwargs:
         return function
-    return lambda x: function(x, **kwargs)
+    return BoundActivation(spec["type"], kwargs)
 
 
 def get_layer(hparams: Mapping | HParams, path: str = "layer") -> keras.layers.Layer:

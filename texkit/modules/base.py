@@ -40,9 +40,18 @@ class ModuleBase(Configurable, keras.layers.Layer):
 
     def __init_subclass__(cls, **kwargs: Any):
         super().__init_subclass__(**kwargs)
-        package = cls.__module__.split(".")[0]
+        ours = cls.__module__.split(".")[0] == "texkit"
+        # texkit's classes save as "texkit>Name"; a user's as "<its module>>Name", so two user
+        # classes of the same name in different modules never overwrite each other.
+        package = "texkit" if ours else cls.__module__
+        previous = keras.saving.get_registered_object(f"{package}>{cls.__name__}")
+        if previous is not None and previous.__qualname__ != cls.__qualname__:
+            raise TypeError(
+                f"{cls.__module__}.{cls.__qualname__}: Keras already has {package}>{cls.__name__} "
+                f"for {previous.__module__}.{previous.__qualname__}; rename one of them"
+            )
         keras.saving.register_keras_serializable(package=package)(cls)
-        if package == "texkit":
+        if ours and not cls.__name__.startswith("_"):
             registry.register(cls)
 
     def __init__(self, hparams: Mapping | HParams | None = None, **kwargs: Any):

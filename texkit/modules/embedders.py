@@ -7,10 +7,14 @@
   ``PE[pos, 2i] = sin(pos / max_timescale^(2i/dim))`` and
   ``PE[pos, 2i+1] = cos(pos / max_timescale^(2i/dim))``.
 
-Position embedders take explicit ``positions`` ([batch, time] ints) or build ``0, 1, ...`` for
-each sequence; with ``sequence_length`` the embeddings of padded steps are zero. For static shapes
-(XLA, TPUs) give ``positions`` or ``max_time``; otherwise the time dimension is
-``max(sequence_length)``.
+Position embedders take explicit ``positions`` ([batch, time] ints), or ``sequence_length`` alone
+to number each sequence ``0, 1, ...``; with ``sequence_length`` the embeddings of padded steps are
+zero. For static shapes (XLA, TPUs) give ``positions`` or ``max_time``; otherwise the time
+dimension is ``max(sequence_length)``.
+
+Ids and positions must lie in ``[0, table size)``. Outside it, TensorFlow raises an error on CPU
+in eager mode and clamps under XLA, so check data before it reaches the model; a static
+``max_time`` beyond a table is refused at once.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 
 import keras
 import numpy as np
+import tensorflow as tf
 from keras import ops
 
 from texkit.core.layers import get_initializer
@@ -72,6 +77,15 @@ def _is_int(tensor: Any) -> bool:
     return keras.backend.standardize_dtype(tensor.dtype).startswith(("int", "uint"))
 
 
+def _gather(table: Any, ids: Any) -> Any:
+    # tf.gather (not keras.ops.take, which wraps negative ids around like NumPy) with the index
+    # dtypes it supports.
+    dtype = keras.backend.standardize_dtype(ids.dtype)
+    if dtype not in ("int32", "int64"):
+        ids = tf.cast(ids, "int64" if dtype in ("uint32", "uint64") else "int32")
+    return tf.gather(table, ids)
+
+
 def _sequence_mask(sequence_length: Any, max_time: Any, dtype: Any) -> Any:
     steps = ops.arange(max_time, dtype="int32")
     lengths = ops.cast(sequence_length, "int32")
@@ -97,7 +111,8 @@ class _TableEmbedder(ModuleBase):
                     f"{self._size_arg}={num_embeddings} disagrees with init_value of shape "
                     f"{init_value.shape}"
                 )
-            if user_dim is not None and user_dim != init_value.shape[1]:
+            default_dim = self.default_hparams()["dim"]
+            if user_dim not in (None, default_dim, init_value.shape[1]):
                 raise HParamsError(
                     f"dim={user_dim} disagrees with init_value of shape {init_value.shape}", "dim"
                 )
@@ -175,7 +190,7 @@ class _TableEmbedder(ModuleBase):
     def _lookup(self, ids: Any, training: Any) -> Any:
         if not _is_int(ids):
             raise TypeError(f"{self.name}: ids must be integers, got dtype {ids.dtype}")
-        return self._dropout(ops.take(self._table(training), ids, axis=0), training)
+        return self._dropout(_gather(self._table(training), ids), training)
 
 
 class WordEmbedder(_TableEmbedder):
@@ -240,15 +255,35 @@ class WordEmbedder(_TableEmbedder):
         return {**super().get_config(), "vocab_size": self._num_embeddings}
 
 
-def _positions_from_lengths(sequence_length: Any, max_time: Any) -> tuple[Any, Any]:
+def _positions(
+    layer: ModuleBase, positions: Any, sequence_length: Any, max_time: Any, size: int | None
+) -> Any:
+    """The [batch, time] positions to embed, checked; built from the lengths when not given."""
+    if positions is not None:
+        if sequence_length is not None and len(positions.shape) != 2:
+            raise ValueError(
+                f"{layer.name}: with sequence_length, positions must be [batch, time], got shape "
+                f"{tuple(positions.shape)}"
+            )
+        return positions
+    if size is not None and max_time is not None and max_time > size:
+        raise ValueError(
+            f"{layer.name}: max_time={max_time} exceeds position_size={size}; positions must stay "
+            "below position_size"
+        )
+    return _positions_from_lengths(layer, sequence_length, max_time)
+
+
+def _positions_from_lengths(layer: ModuleBase, sequence_length: Any, max_time: Any) -> Any:
     if sequence_length is None:
-        raise ValueError("give positions, or sequence_length to number the steps of each sequence")
+        raise ValueError(
+            f"{layer.name}: give positions, or sequence_length to number the steps of each sequence"
+        )
     lengths = ops.cast(sequence_length, "int32")
     if max_time is None:
-        max_time = ops.max(lengths)
+        max_time = ops.max(lengths, initial=0)
     steps = ops.arange(max_time, dtype="int32")
-    positions = ops.broadcast_to(ops.expand_dims(steps, 0), (ops.shape(lengths)[0], max_time))
-    return positions, max_time
+    return ops.broadcast_to(ops.expand_dims(steps, 0), (ops.shape(lengths)[0], max_time))
 
 
 def _mask_padding(outputs: Any, sequence_length: Any, dtype: Any) -> Any:
@@ -267,8 +302,9 @@ class PositionEmbedder(_TableEmbedder):
         hparams: see the table below.
 
     Call arguments:
-        positions: int tensor ``[batch, time]`` of positions. When ``None``, each sequence is
-            numbered ``0, 1, ...`` up to ``max_time`` (or ``max(sequence_length)``).
+        positions: int tensor ``[batch, time]`` of positions. When ``None``, ``sequence_length``
+            is required and each sequence is numbered ``0, 1, ...`` up to ``max_time`` (or
+            ``max(sequence_length)``).
         sequence_length: int tensor ``[batch]``; embeddings at steps ``>= sequence_length`` are
             zero.
         max_time: python int; the time dimension when ``positions`` is not given (static shapes).
@@ -306,8 +342,7 @@ class PositionEmbedder(_TableEmbedder):
         max_time: int | None = None,
         training: Any = None,
     ) -> Any:
-        if positions is None:
-            positions, _ = _positions_from_lengths(sequence_length, max_time)
+        positions = _positions(self, positions, sequence_length, max_time, self._num_embeddings)
         outputs = self._lookup(positions, training)
         return _mask_padding(outputs, sequence_length, outputs.dtype)
 
@@ -364,11 +399,11 @@ class SinusoidsPositionEmbedder(ModuleBase):
             )
         if position_size is not None and (
             isinstance(position_size, bool)
-            or not isinstance(position_size, int)
+            or not isinstance(position_size, (int, np.integer))
             or position_size < 1
         ):
             raise ValueError(f"position_size must be a positive int or None, got {position_size!r}")
-        self._position_size = position_size
+        self._position_size = None if position_size is None else int(position_size)
         self._table = None
         if position_size is not None:
             table = sinusoid_table(
@@ -400,12 +435,11 @@ class SinusoidsPositionEmbedder(ModuleBase):
         max_time: int | None = None,
         training: Any = None,
     ) -> Any:
-        if positions is None:
-            positions, _ = _positions_from_lengths(sequence_length, max_time)
+        positions = _positions(self, positions, sequence_length, max_time, self._position_size)
         if not _is_int(positions):
             raise TypeError(f"{self.name}: positions must be integers, got {positions.dtype}")
         if self._table is not None:
-            outputs = ops.take(ops.convert_to_tensor(self._table), positions, axis=0)
+            outputs = _gather(self._table, positions)
         else:
             angles = ops.expand_dims(ops.cast(positions, "float32"), -1) * self._inv_timescales
             outputs = ops.where(self._is_cos, ops.cos(angles), ops.sin(angles))
