@@ -37,3 +37,16 @@ def test_console_script_runs_in_a_fresh_process():
         check=True,
     )
     assert yaml.safe_load(result.stdout) == tx.modules.SinusoidsPositionEmbedder.default_hparams()
+
+
+def test_installed_texkit_command():
+    import os
+
+    command = os.path.join(os.path.dirname(sys.executable), "texkit")
+    result = subprocess.run(
+        [command, "hparams", "PositionEmbedder", "dim=16"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert yaml.safe_load(result.stdout)["dim"] == 16

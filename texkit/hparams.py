@@ -346,6 +346,9 @@ class HParams(Mapping):
     Raises:
         HParamsError: on an unknown key, a value of the wrong type or a bad ``type`` name.
 
+    A key that shares its name with a method (``keys``, ``items``, ``get``, ``replace``, ...) is
+    read with ``hp["items"]``; attribute access returns the method.
+
     Example:
         >>> hp = HParams({"dim": 64}, {"dim": 100, "dropout_rate": 0.0, "name": "embedder"})
         >>> hp.dim, hp["dropout_rate"]
