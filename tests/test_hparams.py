@@ -16,25 +16,7 @@ from texkit import HParams, HParamsError, apply_overrides
 from texkit.modules import PositionEmbedder, SinusoidsPositionEmbedder, WordEmbedder
 
 
-def model_defaults() -> dict:
-    """A hand-written nested config with every kind of default the rules distinguish."""
-    return {
-        "num_layers": 1,
-        "dropout_rate": 0.1,
-        "use_bias": True,
-        "activation": "relu",
-        "cell": {"type": "LSTMCell", "kwargs": {"units": 8}},
-        "layers": [{"units": 4, "activation": "relu"}],
-        "sizes": [1, 2],
-        "extra": {},
-        "anything": None,
-        "encoder": {"num_blocks": 2, "attention": {"num_heads": 4, "dropout": 0.0}},
-        "optimizer": {"type": "Adam", "kwargs": {"learning_rate": 0.001}},
-        "name": "model",
-    }
-
-
-# The same config written out, so that expectations do not come from the code under test.
+# A hand-written nested config with every kind of default the rules distinguish.
 MODEL_DEFAULTS_LITERAL = {
     "num_layers": 1,
     "dropout_rate": 0.1,
@@ -49,6 +31,11 @@ MODEL_DEFAULTS_LITERAL = {
     "optimizer": {"type": "Adam", "kwargs": {"learning_rate": 0.001}},
     "name": "model",
 }
+
+
+def model_defaults() -> dict:
+    """A fresh copy of ``MODEL_DEFAULTS_LITERAL`` (tests may mutate theirs)."""
+    return copy.deepcopy(MODEL_DEFAULTS_LITERAL)
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ the defaults; :func:`undocumented_hparams` lets a test check that every key has 
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -72,12 +73,6 @@ def undocumented_hparams(cls: type) -> tuple[list[str], list[str]]:
     return [p for p in paths if p not in docs], [p for p in docs if p not in paths]
 
 
-def _dedent_doc(doc: str) -> str:
-    import inspect
-
-    return inspect.cleandoc(doc)
-
-
 class Configurable:
     """Mixin for hparams-configured classes: defaults, documentation, ``self.hparams``."""
 
@@ -87,7 +82,7 @@ class Configurable:
         super().__init_subclass__(**kwargs)
         if "default_hparams" in cls.__dict__ and cls.__doc__ is not None:
             table = hparams_table(cls.default_hparams(), cls.HPARAMS_DOC)
-            cls.__doc__ = _dedent_doc(cls.__doc__) + "\n\n" + table + "\n"
+            cls.__doc__ = inspect.cleandoc(cls.__doc__) + "\n\n" + table + "\n"
 
     @classmethod
     def default_hparams(cls) -> dict:

@@ -32,8 +32,6 @@ import yaml
 
 __all__ = ["HParams", "HParamsError", "apply_overrides"]
 
-_MISSING = object()
-
 
 class _SafeLoader(yaml.SafeLoader):
     """``yaml.SafeLoader`` (same constructors: plain data only), stricter about configs.
