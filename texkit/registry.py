@@ -110,6 +110,12 @@ def _builtin_table() -> dict[str, Any]:
     ]  # fmt: skip
     for name in schedules:
         table[name] = getattr(keras.optimizers.schedules, name)
+    losses = [
+        "SparseCategoricalCrossentropy", "CategoricalCrossentropy", "BinaryCrossentropy",
+        "MeanSquaredError", "MeanAbsoluteError", "Huber", "KLDivergence",
+    ]  # fmt: skip
+    for name in losses:
+        table[name] = getattr(keras.losses, name)
     return table
 
 

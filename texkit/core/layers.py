@@ -14,7 +14,14 @@ import keras
 from texkit import registry
 from texkit.hparams import HParams, HParamsError
 
-__all__ = ["BoundActivation", "get_instance", "get_initializer", "get_activation", "get_layer"]
+__all__ = [
+    "BoundActivation",
+    "MaskedMeanPooling",
+    "get_instance",
+    "get_initializer",
+    "get_activation",
+    "get_layer",
+]
 
 
 def _as_dict(hparams: Mapping | HParams) -> dict:
@@ -120,3 +127,30 @@ def get_activation(
 def get_layer(hparams: Mapping | HParams, path: str = "layer") -> keras.layers.Layer:
     """A Keras (or texkit) layer from ``{"type", "kwargs"}``."""
     return get_instance(hparams, path, expected=keras.layers.Layer)
+
+
+@keras.saving.register_keras_serializable(package="texkit")
+class MaskedMeanPooling(keras.layers.Layer):
+    """Mean of ``[batch, time, ...]`` inputs over each sequence's first ``sequence_length`` steps.
+
+    Call arguments:
+        inputs: ``[batch, time, ...]``.
+        sequence_length: ``[batch]`` int lengths; padded steps do not count. A sequence of
+            length 0 pools to zeros.
+
+    Returns:
+        ``[batch, ...]``.
+    """
+
+    def call(self, inputs: Any, sequence_length: Any) -> Any:
+        steps = keras.ops.arange(keras.ops.shape(inputs)[1])
+        mask = keras.ops.cast(
+            steps[None, :] < keras.ops.cast(sequence_length, "int32")[:, None], inputs.dtype
+        )
+        mask = keras.ops.reshape(mask, (*keras.ops.shape(mask), *([1] * (len(inputs.shape) - 2))))
+        summed = keras.ops.sum(inputs * mask, axis=1)
+        count = keras.ops.maximum(keras.ops.sum(mask, axis=1), keras.ops.cast(1, inputs.dtype))
+        return summed / count
+
+    def compute_output_shape(self, inputs_shape: Any, sequence_length_shape: Any = None) -> Any:
+        return (inputs_shape[0], *inputs_shape[2:])

@@ -1,16 +1,32 @@
-"""Training: strategies, optimizers and schedules from hparams."""
+"""Training: strategies, optimizers, schedules, the Trainer and experiments from hparams."""
 
 from texkit.run import schedules
 from texkit.run.distribution import default_distribution_hparams, strategy_from_hparams
+from texkit.run.experiment import (
+    Data,
+    data_builder,
+    default_experiment_hparams,
+    model_builder,
+    validate_experiment,
+)
 from texkit.run.optimization import default_optimization_hparams, optimizer_from_hparams
 from texkit.run.schedules import InverseSquareRootDecay, WarmupPolynomialDecay
+from texkit.run.trainer import Trainer, TrainingDiverged, default_run_hparams
 
 __all__ = [
+    "Data",
     "InverseSquareRootDecay",
+    "Trainer",
+    "TrainingDiverged",
     "WarmupPolynomialDecay",
+    "data_builder",
     "default_distribution_hparams",
+    "default_experiment_hparams",
     "default_optimization_hparams",
+    "default_run_hparams",
+    "model_builder",
     "optimizer_from_hparams",
     "schedules",
     "strategy_from_hparams",
+    "validate_experiment",
 ]

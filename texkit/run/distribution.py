@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import tensorflow as tf
 
@@ -27,6 +27,11 @@ _COMMUNICATION = {
     "ring": tf.distribute.experimental.CommunicationImplementation.RING,
     "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL,
 }
+
+# One MirroredStrategy per device set and process: strategies made apart number their
+# collective operations alike, and TensorFlow then mixes up the shapes of two models' gradients
+# ("Shape mismatch in the collective instance").
+_MIRRORED: dict[tuple[str, ...], tf.distribute.Strategy] = {}
 
 DISTRIBUTION_HPARAMS_DOC = {
     "type": "One of 'default', 'one_device', 'mirrored', 'multi_worker', 'tpu'.",
@@ -73,7 +78,9 @@ def _multi_worker(hp: HParams) -> tf.distribute.Strategy:
             json.loads(os.environ["TF_CONFIG"])
         except ValueError as error:
             raise HParamsError(f"TF_CONFIG is not valid JSON: {error}", "cluster") from None
-        return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+        return _start_collectives(
+            lambda: tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+        )
     cluster = hp.cluster.todict()
     workers = cluster.get("worker")
     if not isinstance(workers, list) or not workers or not all(isinstance(w, str) for w in workers):
@@ -86,9 +93,24 @@ def _multi_worker(hp: HParams) -> tf.distribute.Strategy:
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
         tf.train.ClusterSpec(cluster), task_type="worker", task_id=hp.task_index
     )
-    return tf.distribute.MultiWorkerMirroredStrategy(
-        cluster_resolver=resolver, communication_options=options
+    return _start_collectives(
+        lambda: tf.distribute.MultiWorkerMirroredStrategy(
+            cluster_resolver=resolver, communication_options=options
+        )
     )
+
+
+def _start_collectives(make: Callable[[], tf.distribute.Strategy]) -> tf.distribute.Strategy:
+    try:
+        return make()
+    except RuntimeError as error:
+        if "program startup" not in str(error):
+            raise
+        raise RuntimeError(
+            "type 'multi_worker': the strategy must be made before any other TensorFlow work in "
+            "this process (building data or models included); make it first, as "
+            "texkit.run.Trainer.from_hparams does"
+        ) from error
 
 
 def _tpu(hp: HParams) -> tf.distribute.Strategy:
@@ -105,8 +127,23 @@ def _tpu(hp: HParams) -> tf.distribute.Strategy:
     return tf.distribute.TPUStrategy(resolver)
 
 
+def _check_devices(devices: list[str]) -> None:
+    known = {
+        (spec.device_type, spec.device_index)
+        for spec in (tf.DeviceSpec.from_string(d.name) for d in tf.config.list_logical_devices())
+    }
+    for index, device in enumerate(devices):
+        spec = tf.DeviceSpec.from_string(device)
+        if (spec.device_type and spec.device_type.upper(), spec.device_index or 0) not in known:
+            names = sorted(f"/{kind.lower()}:{i}" for kind, i in known)
+            raise HParamsError(f"no device {device!r} here; devices: {names}", f"devices.{index}")
+
+
 def strategy_from_hparams(hparams: Mapping | HParams | None = None) -> tf.distribute.Strategy:
     """A ``tf.distribute.Strategy`` from distribution hparams (see the module docstring).
+
+    ``mirrored`` returns the same strategy each time for the same devices: models built in one
+    process share it (strategies made apart confuse TensorFlow's collective operations).
 
     Raises:
         HParamsError: an unknown type or key, a device that does not exist, a malformed cluster.
@@ -120,15 +157,10 @@ def strategy_from_hparams(hparams: Mapping | HParams | None = None) -> tf.distri
             f"expected one of {sorted(_COMMUNICATION)}, got {hp.communication!r}", "communication"
         )
     devices = list(hp.devices)
-    known = {
-        (spec.device_type, spec.device_index)
-        for spec in (tf.DeviceSpec.from_string(d.name) for d in tf.config.list_logical_devices())
-    }
-    for index, device in enumerate(devices):
-        spec = tf.DeviceSpec.from_string(device)
-        if (spec.device_type and spec.device_type.upper(), spec.device_index or 0) not in known:
-            names = sorted(f"/{kind.lower()}:{i}" for kind, i in known)
-            raise HParamsError(f"no device {device!r} here; devices: {names}", f"devices.{index}")
+    if devices and hp.type not in ("one_device", "mirrored"):
+        raise HParamsError(f"type {hp.type!r} takes no devices list", "devices")
+    if devices:
+        _check_devices(devices)
     if hp.type == "default":
         return tf.distribute.get_strategy()
     if hp.type == "one_device":
@@ -138,7 +170,10 @@ def strategy_from_hparams(hparams: Mapping | HParams | None = None) -> tf.distri
         device = devices[0] if devices else (gpus[0].name if gpus else "/cpu:0")
         return tf.distribute.OneDeviceStrategy(device)
     if hp.type == "mirrored":
-        return tf.distribute.MirroredStrategy(devices=devices or None)
+        key = tuple(devices)
+        if key not in _MIRRORED:
+            _MIRRORED[key] = tf.distribute.MirroredStrategy(devices=devices or None)
+        return _MIRRORED[key]
     if hp.type == "multi_worker":
         return _multi_worker(hp)
     return _tpu(hp)

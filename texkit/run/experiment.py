@@ -1,0 +1,214 @@
+"""Experiments as data: the builders a YAML file can name, and the data they hand to the Trainer.
+
+An experiment file has five sections::
+
+    model:        {type: <a registered model builder>, hparams: {...}}
+    data:         {type: <a registered data builder>, hparams: {...}}
+    optimization: {...}   # texkit.run.optimizer_from_hparams
+    distribution: {...}   # texkit.run.strategy_from_hparams
+    run:          {...}   # texkit.run.Trainer: steps, checkpoints, evaluation, precision
+
+A YAML file can only *name* code, never import it: ``type`` resolves through
+:mod:`texkit.registry`, and only to functions declared with :func:`model_builder` or
+:func:`data_builder`. Code of one's own is registered by importing it, e.g. with
+``texkit train experiment.yaml --include my_models.py``.
+
+    @tx.run.data_builder({"batch_size": 32, "name": "toy_data"})
+    def toy_data(hparams):
+        return tx.run.Data(train=..., eval=...)
+
+    @tx.run.model_builder({"units": 16, "name": "toy_model"})
+    def toy_model(hparams, data):
+        return keras.Sequential([...])
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from texkit import registry
+from texkit.hparams import HParams, HParamsError
+from texkit.run.distribution import DISTRIBUTION_HPARAMS_DOC, default_distribution_hparams
+from texkit.run.optimization import OPTIMIZATION_HPARAMS_DOC, default_optimization_hparams
+from texkit.run.trainer import RUN_HPARAMS_DOC, check_run_hparams, default_run_hparams
+
+__all__ = [
+    "Data",
+    "EXPERIMENT_HPARAMS_DOC",
+    "data_builder",
+    "default_experiment_hparams",
+    "model_builder",
+    "resolve_builder",
+    "validate_experiment",
+]
+
+_KIND = "_texkit_builder_kind"
+
+
+class Data(Mapping):
+    """The splits of an experiment's data, plus what the model needs to know about them.
+
+    Each split is a ``tf.data.Dataset`` of global batches, a function
+    ``input_context -> tf.data.Dataset`` of per-replica batches (for
+    ``strategy.distribute_datasets_from_function``: each worker reads its own shard), or an
+    object with a ``.dataset`` attribute. Training data yields ``(features, labels)`` (or
+    ``(features, labels, sample_weights)``), unless the model's ``compute_loss`` reads the
+    features alone.
+
+    Args:
+        preprocessor: an optional Keras layer that turns raw inputs (such as strings) into the
+            model's inputs, in-graph. :meth:`texkit.run.Trainer.export` puts it in front of the
+            model, so the SavedModel takes raw inputs. It must have a ``serving_input_signature``
+            attribute (a ``tf.TensorSpec`` or a dict of them).
+        **info: facts the model builder needs, e.g. ``vocab_size=...``, ``num_classes=...``;
+            read them as attributes (``data.vocab_size``).
+
+    Example:
+        >>> data = tx.run.Data(train=train_ds, eval=dev_ds, vocab_size=20000)
+        >>> data["train"], data.vocab_size
+    """
+
+    def __init__(
+        self,
+        train: Any = None,
+        eval: Any = None,  # noqa: A002 - the split's name
+        test: Any = None,
+        preprocessor: Any = None,
+        **info: Any,
+    ):
+        splits = {"train": train, "eval": eval, "test": test}
+        self._splits = {name: split for name, split in splits.items() if split is not None}
+        self.preprocessor = preprocessor
+        self._info = dict(info)
+
+    def __getitem__(self, split: str) -> Any:
+        if split not in self._splits:
+            raise KeyError(
+                f"the data has no {split!r} split; it has {sorted(self._splits) or 'none'}"
+            )
+        return self._splits[split]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._splits)
+
+    def __len__(self) -> int:
+        return len(self._splits)
+
+    def __getattr__(self, name: str) -> Any:
+        info = self.__dict__.get("_info", {})
+        if name in info:
+            return info[name]
+        raise AttributeError(
+            f"the data has no attribute {name!r}; its info: {sorted(info) or 'none'}"
+        )
+
+    def __repr__(self) -> str:
+        return f"Data(splits={sorted(self._splits)}, info={sorted(self._info)})"
+
+
+def _builder(kind: str, defaults: Mapping, name: str | None) -> Callable:
+    if "name" not in defaults:
+        raise HParamsError("the default hparams of a builder must have a 'name'", "name")
+    frozen = copy.deepcopy(dict(defaults))
+
+    def decorate(function: Callable) -> Callable:
+        function.default_hparams = lambda: copy.deepcopy(frozen)
+        setattr(function, _KIND, kind)
+        registry.register(function, name)
+        return function
+
+    return decorate
+
+
+def model_builder(defaults: Mapping, name: str | None = None) -> Callable:
+    """Declares and registers ``function(hparams, data) -> keras.Model`` as a model builder.
+
+    Args:
+        defaults: the builder's default hparams (validated strictly, like any texkit hparams).
+        name: the registry name (default: the function's name).
+
+    The function runs inside the distribution strategy's scope and the precision policy of the
+    run; it gets its validated ``HParams`` and the experiment's :class:`Data`.
+    """
+    return _builder("model", defaults, name)
+
+
+def data_builder(defaults: Mapping, name: str | None = None) -> Callable:
+    """Declares and registers ``function(hparams) -> texkit.run.Data`` as a data builder."""
+    return _builder("data", defaults, name)
+
+
+def resolve_builder(name: Any, kind: str, path: str) -> Callable:
+    """The builder registered as ``name``; ``kind`` is ``'model'`` or ``'data'``.
+
+    Raises:
+        HParamsError: naming ``path``, when ``name`` is not registered or is not a builder of
+            that kind.
+    """
+    if not isinstance(name, str) or not name:
+        raise HParamsError(
+            f"name a registered {kind} builder (see texkit.run.{kind}_builder), got {name!r}",
+            path,
+        )
+    try:
+        target = registry.resolve(name)
+    except HParamsError as error:
+        raise HParamsError(
+            f"{error} (a {kind} builder defined in a file of your own is registered by "
+            "importing it, e.g. texkit train ... --include that_file.py)",
+            path,
+        ) from None
+    if getattr(target, _KIND, None) != kind:
+        raise HParamsError(
+            f"{name!r} is not a {kind} builder; declare it with texkit.run.{kind}_builder", path
+        )
+    return target
+
+
+EXPERIMENT_HPARAMS_DOC = {
+    "model.type": "The registered model builder (texkit.run.model_builder).",
+    "model.hparams": "The model builder's hparams (validated against its defaults).",
+    "data.type": "The registered data builder (texkit.run.data_builder).",
+    "data.hparams": "The data builder's hparams (validated against its defaults).",
+    **{f"optimization.{k}": v for k, v in OPTIMIZATION_HPARAMS_DOC.items()},
+    **{f"distribution.{k}": v for k, v in DISTRIBUTION_HPARAMS_DOC.items()},
+    **{f"run.{k}": v for k, v in RUN_HPARAMS_DOC.items()},
+    "name": "Name of the experiment.",
+}
+
+
+def default_experiment_hparams() -> dict:
+    """Defaults of an experiment file (see the module docstring); ``run`` is the Trainer's."""
+    return {
+        "model": {"type": None, "hparams": {}},
+        "data": {"type": None, "hparams": {}},
+        "optimization": default_optimization_hparams(),
+        "distribution": default_distribution_hparams(),
+        "run": default_run_hparams(),
+        "name": "experiment",
+    }
+
+
+def validate_experiment(hparams: Mapping | HParams) -> HParams:
+    """The experiment's hparams, validated in full before anything is built.
+
+    Every section is checked, and ``model.hparams`` and ``data.hparams`` against their builders'
+    defaults, so a typo anywhere fails at once, naming the key.
+    """
+    hp = HParams(hparams, default_experiment_hparams())
+    resolved = hp.todict()
+    for kind in ("model", "data"):
+        builder = resolve_builder(hp[kind].type, kind, f"{kind}.type")
+        try:
+            builder_hp = HParams(hp[kind].hparams, builder.default_hparams())
+        except HParamsError as error:
+            raise HParamsError(error.message, _nested(kind, error.path)) from None
+        resolved[kind]["hparams"] = builder_hp.todict()
+    check_run_hparams(hp.run)
+    return HParams(resolved, default_experiment_hparams())
+
+
+def _nested(kind: str, path: str) -> str:
+    return f"{kind}.hparams.{path}" if path else f"{kind}.hparams"

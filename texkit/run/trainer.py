@@ -1,0 +1,756 @@
+"""The Trainer: ``keras.Model.fit`` under a distribution strategy, run by hparams.
+
+    trainer = tx.run.Trainer(build_model, data, {
+        "optimization": {"optimizer": {"type": "AdamW"}, "learning_rate": 3e-4},
+        "distribution": {"type": "mirrored"},
+        "run": {"model_dir": "runs/demo", "train_steps": 1000, "checkpoint_every_steps": 100},
+    })
+    trainer.train()            # resumes from runs/demo's last checkpoint, if there is one
+    trainer.evaluate("test")
+    trainer.export("runs/demo/export")
+
+The run is counted in optimizer steps. Keras' "epochs" are the intervals between checkpoints:
+one ``fit`` epoch is ``checkpoint_every_steps`` steps, at whose end the model and optimizer are
+saved as ``model_dir/ckpt-<step>`` (the last ``keep_checkpoints`` are kept) and, every
+``eval_every_steps``, evaluated. The training data is repeated and read without reshuffling
+files, so a run that restarts from step ``s`` skips the first ``s`` batches and sees exactly the
+data an uninterrupted run would have seen (give the shuffle a seed). Keras'
+``BackupAndRestore`` callback is not used for this: it resumes at an epoch's start but restarts
+the data from its beginning, and keeps one backup instead of the last K checkpoints.
+
+The whole resolved experiment is written to ``model_dir/hparams.yaml`` before training starts;
+``texkit evaluate|predict|export`` read it back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from texkit import registry
+from texkit.hparams import HParams, HParamsError
+from texkit.run.distribution import strategy_from_hparams
+from texkit.run.optimization import optimizer_from_hparams
+
+__all__ = [
+    "RUN_HPARAMS_DOC",
+    "Trainer",
+    "TrainingDiverged",
+    "check_run_hparams",
+    "default_run_hparams",
+]
+
+_PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+# Metric names that `Model.compile` resolves itself (by the loss), beyond `keras.metrics.get`.
+_COMPILE_METRIC_NAMES = ("accuracy", "acc", "crossentropy", "ce")
+
+RUN_HPARAMS_DOC = {
+    "model_dir": (
+        "Where checkpoints, hparams.yaml and TensorBoard logs go (a local path or a tf.io.gfile "
+        "URL such as gs://...). Empty: no checkpoints and no resume."
+    ),
+    "train_steps": "Total optimizer steps of the run (a resumed run counts its earlier steps).",
+    "checkpoint_every_steps": (
+        "Save a checkpoint every this many steps; it is also the length of one Keras epoch "
+        "(one progress bar)."
+    ),
+    "keep_checkpoints": "How many of the latest checkpoints to keep.",
+    "eval_every_steps": (
+        "Evaluate on the 'eval' split every this many steps (a multiple of "
+        "checkpoint_every_steps); None: at every checkpoint; 0: never during training."
+    ),
+    "eval_steps": "Batches per evaluation; None: the whole 'eval' split.",
+    "early_stopping.monitor": "The logged value to watch, e.g. 'val_loss' or 'val_accuracy'.",
+    "early_stopping.patience": (
+        "Stop after this many evaluations without improvement; 0 turns early stopping off."
+    ),
+    "early_stopping.mode": "'min', 'max', or 'auto' (from the name of the monitored value).",
+    "early_stopping.min_delta": "The smallest change that counts as an improvement.",
+    "loss": (
+        "{type, kwargs}: a Keras loss for models that do not define compute_loss, e.g. "
+        "SparseCategoricalCrossentropy with kwargs {from_logits: true}; type None: the model's own."
+    ),
+    "metrics": (
+        "Metrics to compile: Keras metric names ('accuracy', 'sparse_categorical_accuracy', ...) "
+        "or {type, kwargs} dicts naming registered metric classes."
+    ),
+    "precision": (
+        "'float32', 'mixed_bfloat16' (TPUs, recent GPUs and CPUs) or 'mixed_float16' (GPUs; the "
+        "loss is scaled dynamically)."
+    ),
+    "jit_compile": "Compile the train step with XLA: true, false, or None (Keras decides).",
+    "steps_per_execution": (
+        "Steps run per call into the compiled graph (TPUs want many); checkpoint_every_steps and "
+        "train_steps must be multiples of it."
+    ),
+    "tensorboard": "Write TensorBoard logs to model_dir/logs.",
+    "seed": "Seed of Python, NumPy, TensorFlow and Keras, set before the data and model are built.",
+    "deterministic": "Turn on TensorFlow's deterministic ops (slower; for exact reproduction).",
+    "verbose": "0: silent, 1: a progress bar per checkpoint interval, 2: one line per interval.",
+    "name": "Name of these settings.",
+}
+
+
+def default_run_hparams() -> dict:
+    """Defaults of the ``run`` section; see ``RUN_HPARAMS_DOC``."""
+    return {
+        "model_dir": "",
+        "train_steps": 1000,
+        "checkpoint_every_steps": 100,
+        "keep_checkpoints": 3,
+        "eval_every_steps": None,
+        "eval_steps": None,
+        "early_stopping": {"monitor": "val_loss", "patience": 0, "mode": "auto", "min_delta": 0.0},
+        "loss": {"type": None, "kwargs": {}},
+        "metrics": [],
+        "precision": "float32",
+        "jit_compile": None,
+        "steps_per_execution": 1,
+        "tensorboard": True,
+        "seed": None,
+        "deterministic": False,
+        "verbose": 1,
+        "name": "run",
+    }
+
+
+class TrainingDiverged(FloatingPointError):
+    """The loss became NaN or infinite; ``step`` is where, ``checkpoint`` the last good one."""
+
+    def __init__(self, message: str, step: int, checkpoint: str | None):
+        super().__init__(message)
+        self.step = step
+        self.checkpoint = checkpoint
+
+
+def _positive_int(value: Any, path: str, minimum: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise HParamsError(f"expected an int >= {minimum}, got {value!r}", path)
+
+
+def check_run_hparams(hp: HParams) -> None:
+    """Checks the values of a validated ``run`` section; errors name the key (``run.<key>``)."""
+    for key in ("train_steps", "checkpoint_every_steps", "keep_checkpoints", "steps_per_execution"):
+        _positive_int(hp[key], f"run.{key}")
+    every, spe = hp.checkpoint_every_steps, hp.steps_per_execution
+    for key in ("checkpoint_every_steps", "train_steps"):
+        if hp[key] % spe:
+            raise HParamsError(
+                f"{hp[key]} is not a multiple of steps_per_execution ({spe})", f"run.{key}"
+            )
+    if hp.eval_every_steps is not None:
+        _positive_int(hp.eval_every_steps, "run.eval_every_steps", minimum=0)
+        if hp.eval_every_steps % every:
+            raise HParamsError(
+                f"{hp.eval_every_steps} is not a multiple of checkpoint_every_steps ({every})",
+                "run.eval_every_steps",
+            )
+    if hp.eval_steps is not None:
+        _positive_int(hp.eval_steps, "run.eval_steps")
+    if hp.seed is not None:
+        _positive_int(hp.seed, "run.seed", minimum=0)
+    if hp.precision not in _PRECISIONS:
+        raise HParamsError(f"expected one of {_PRECISIONS}, got {hp.precision!r}", "run.precision")
+    if hp.jit_compile is not None and not isinstance(hp.jit_compile, bool):
+        raise HParamsError(
+            f"expected true, false or None, got {hp.jit_compile!r}", "run.jit_compile"
+        )
+    if hp.verbose not in (0, 1, 2):
+        raise HParamsError(f"expected 0, 1 or 2, got {hp.verbose!r}", "run.verbose")
+    stopping = hp.early_stopping
+    if stopping.mode not in ("auto", "min", "max"):
+        raise HParamsError(
+            f"expected 'auto', 'min' or 'max', got {stopping.mode!r}", "run.early_stopping.mode"
+        )
+    _positive_int(stopping.patience, "run.early_stopping.patience", minimum=0)
+    if hp.loss.type is not None:
+        loss = registry.resolve(hp.loss.type)
+        if not (isinstance(loss, type) and issubclass(loss, keras.losses.Loss)):
+            raise HParamsError(f"{hp.loss.type!r} is not a Keras Loss class", "run.loss.type")
+    for index, metric in enumerate(hp.metrics):
+        _metric(metric, f"run.metrics.{index}")
+
+
+def _metric(spec: Any, path: str) -> Any:
+    if isinstance(spec, str):
+        if spec not in _COMPILE_METRIC_NAMES:
+            try:
+                keras.metrics.get(spec)
+            except (ValueError, TypeError):
+                raise HParamsError(f"Keras has no metric named {spec!r}", path) from None
+        return spec
+    if isinstance(spec, Mapping):
+        merged = HParams(spec, {"type": None, "kwargs": {}})
+        metric_class = registry.resolve(merged.type) if merged.type else None
+        if not (isinstance(metric_class, type) and issubclass(metric_class, keras.metrics.Metric)):
+            raise HParamsError(f"{merged.type!r} is not a Keras Metric class", f"{path}.type")
+        return lambda: metric_class(**merged.kwargs.todict())
+    raise HParamsError(f"expected a metric name or {{type, kwargs}}, got {spec!r}", path)
+
+
+@contextlib.contextmanager
+def _dtype_policy(name: str) -> Iterator[None]:
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(name)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def _task(strategy: tf.distribute.Strategy) -> tuple[bool, int]:
+    """(whether this process is the chief, its task id) under ``strategy``."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return True, 0
+    cluster = resolver.cluster_spec().as_dict()
+    task_type, task_id = resolver.task_type, resolver.task_id or 0
+    if not cluster or task_type is None:
+        return True, 0
+    if "chief" in cluster:
+        return task_type == "chief", task_id
+    return task_type == "worker" and task_id == 0, task_id
+
+
+_CHECKPOINT_NAME = re.compile(r"ckpt-(\d+)$")
+
+
+def checkpoint_step(path: str) -> int:
+    """The optimizer step a ``ckpt-<step>`` checkpoint was written at."""
+    match = _CHECKPOINT_NAME.search(path)
+    if not match:
+        raise ValueError(f"{path} is not a texkit checkpoint (ckpt-<step>)")
+    return int(match.group(1))
+
+
+class _DivergenceGuard(keras.callbacks.Callback):
+    """Stops training at the first execution whose loss is NaN or infinite."""
+
+    def __init__(self, steps_per_execution: int):
+        super().__init__()
+        self.steps_per_execution = steps_per_execution
+        self.epoch_start = 0
+        self.step_of_epoch: Callable[[int], int] = lambda epoch: 0
+        self.diverged_at: int | None = None
+
+    def on_epoch_begin(self, epoch: int, logs: Mapping | None = None) -> None:
+        self.epoch_start = self.step_of_epoch(epoch)
+
+    def on_train_batch_end(self, batch: int, logs: Mapping | None = None) -> None:
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(float(loss)):
+            self.diverged_at = self.epoch_start + batch + 1
+            self.model.stop_training = True
+
+
+class _Checkpointer(keras.callbacks.Callback):
+    """Saves ``ckpt-<step>`` at the end of every epoch (checkpoint interval) of a healthy run."""
+
+    def __init__(self, trainer: Trainer, guard: _DivergenceGuard):
+        super().__init__()
+        self.trainer = trainer
+        self.guard = guard
+        self.step_of_epoch: Callable[[int], int] = lambda epoch: 0
+
+    def on_epoch_end(self, epoch: int, logs: Mapping | None = None) -> None:
+        if self.guard.diverged_at is None:
+            self.trainer.save(self.step_of_epoch(epoch + 1))
+
+
+class _EarlyStopping(keras.callbacks.EarlyStopping):
+    """Keras' EarlyStopping that waits quietly for the epochs that evaluate."""
+
+    def _set_monitor_op(self) -> None:
+        try:
+            super()._set_monitor_op()
+        except ValueError:
+            raise HParamsError(
+                f"cannot tell whether {self.monitor!r} should go up or down: set 'min' or 'max'",
+                "run.early_stopping.mode",
+            ) from None
+
+    def get_monitor_value(self, logs: Mapping | None) -> Any:
+        logs = logs or {}
+        if self.monitor in logs:
+            return logs[self.monitor]
+        if any(key.startswith("val_") for key in logs) or not self.monitor.startswith("val_"):
+            raise HParamsError(
+                f"nothing is logged as {self.monitor!r}; logged: {sorted(logs)}",
+                "run.early_stopping.monitor",
+            )
+        return None
+
+
+class Trainer:
+    """Builds a model and its optimizer under a distribution strategy and trains it with ``fit``.
+
+    Args:
+        model_fn: ``() -> keras.Model``, called inside the strategy's scope and the run's
+            precision policy. The model defines its loss through ``compute_loss`` (or
+            ``add_loss``), or ``run.loss`` names a Keras loss.
+        data: a :class:`texkit.run.Data` or a mapping of split names (``train``, ``eval``,
+            ``test``) to datasets; see :class:`texkit.run.Data` for what a split may be.
+        hparams: experiment hparams (:func:`texkit.run.default_experiment_hparams`); the
+            ``optimization``, ``distribution`` and ``run`` sections are used here.
+        strategy: the strategy made from ``hparams.distribution`` earlier, if it had to be
+            made before the data (``multi_worker`` must come before any other TensorFlow work);
+            the caller then also applied ``run.seed`` already.
+
+    Raises:
+        HParamsError: any unknown key or bad value, before anything is built.
+    """
+
+    def __init__(
+        self,
+        model_fn: Callable[[], keras.Model],
+        data: Mapping,
+        hparams: Any = None,
+        *,
+        strategy: tf.distribute.Strategy | None = None,
+    ):
+        from texkit.run.experiment import default_experiment_hparams
+
+        self.hparams = HParams(hparams, default_experiment_hparams())
+        run = self.hparams.run
+        check_run_hparams(run)
+        if not isinstance(data, Mapping):
+            raise TypeError(
+                f"data: expected a texkit.run.Data or a mapping of splits, got {data!r}"
+            )
+        self.data = data
+        if strategy is None:
+            strategy = _strategy(self.hparams)
+            _seed(self.hparams)
+        self.strategy = strategy
+        self.is_chief, self._task_id = _task(self.strategy)
+        with _dtype_policy(run.precision), self.strategy.scope():
+            model = model_fn()
+            if not isinstance(model, keras.Model):
+                raise TypeError(f"model_fn must return a keras.Model, got {type(model).__name__}")
+            self.model = model
+            self._compile()
+            if not model.built:
+                self._build_from_data()
+            model.optimizer.build(model.trainable_variables)
+        _build_symbolically_from_specs(self.model, self.strategy)
+        self._checkpoint = tf.train.Checkpoint(
+            model=self.model, optimizer=self.model.optimizer, rng=_random_states(self.model)
+        )
+        self._manager = None
+        if run.model_dir:
+            self._manager = tf.train.CheckpointManager(
+                self._checkpoint, self._write_dir(), max_to_keep=run.keep_checkpoints
+            )
+            if self.is_chief:
+                tf.io.gfile.makedirs(run.model_dir)
+                with tf.io.gfile.GFile(os.path.join(run.model_dir, "hparams.yaml"), "w") as f:
+                    f.write(self.hparams.to_yaml())
+        self.step = 0
+
+    @classmethod
+    def from_hparams(cls, hparams: Any) -> Trainer:
+        """A Trainer for an experiment file's hparams: builds its data, then its model.
+
+        Everything is validated first (:func:`texkit.run.validate_experiment`), so a typo fails
+        before any data is read.
+        """
+        from texkit.run.experiment import resolve_builder, validate_experiment
+
+        hp = validate_experiment(hparams)
+        data_fn = resolve_builder(hp.data.type, "data", "data.type")
+        model_builder = resolve_builder(hp.model.type, "model", "model.type")
+        # Multi-worker collectives must be set up before the data touches TensorFlow.
+        strategy = _strategy(hp)
+        _seed(hp)  # before the data, whose shuffling draws on TensorFlow's global seed
+        data = data_fn(hp.data.hparams)
+        return cls(lambda: model_builder(hp.model.hparams, data), data, hp, strategy=strategy)
+
+    # -- building --------------------------------------------------------------------------------
+
+    def _compile(self) -> None:
+        run = self.hparams.run
+        loss = None
+        if run.loss.type is not None:
+            loss = registry.resolve(run.loss.type)(**run.loss.kwargs.todict())
+        elif _defines_no_loss(self.model):
+            raise HParamsError(
+                f"the model {self.model.name!r} defines no loss: override compute_loss, call "
+                "add_loss, or name a Keras loss here",
+                "run.loss.type",
+            )
+        metrics = [_metric(spec, f"run.metrics.{i}") for i, spec in enumerate(run.metrics)]
+        metrics = [m() if callable(m) else m for m in metrics]
+        self.model.compile(
+            optimizer=optimizer_from_hparams(self.hparams.optimization),
+            loss=loss,
+            metrics=metrics or None,
+            jit_compile="auto" if run.jit_compile is None else run.jit_compile,
+            steps_per_execution=run.steps_per_execution,
+        )
+
+    def _build_from_data(self) -> None:
+        split = "train" if "train" in self.data else next(iter(self.data), None)
+        if split is None:
+            raise ValueError("the model is not built and there is no data to build it from")
+        # Zeros of the batch's shapes: reading a batch would advance the data's shuffling.
+        spec = _plain_dataset(self.data[split], split).element_spec
+        self.model(_zeros_like_spec(spec[0] if isinstance(spec, tuple) else spec), training=False)
+
+    def _write_dir(self) -> str:
+        model_dir = self.hparams.run.model_dir
+        if self.is_chief:
+            return model_dir
+        # Every worker takes part in saving; only the chief's copy is kept.
+        return os.path.join(model_dir, f".worker-{self._task_id}")
+
+    # -- checkpoints -----------------------------------------------------------------------------
+
+    @property
+    def latest_checkpoint(self) -> str | None:
+        """The newest ``ckpt-<step>`` in ``model_dir`` (None without one)."""
+        model_dir = self.hparams.run.model_dir
+        return tf.train.latest_checkpoint(model_dir) if model_dir else None
+
+    def save(self, step: int) -> str | None:
+        """Writes ``model_dir/ckpt-<step>`` (every worker must call it); returns its path."""
+        if self._manager is None:
+            return None
+        path = self._manager.save(checkpoint_number=step)
+        if not self.is_chief:
+            tf.io.gfile.rmtree(self._write_dir())
+        return path
+
+    def restore(self, checkpoint: str | None = None) -> int:
+        """Loads a checkpoint (default: the latest) into the model and optimizer; returns its step.
+
+        Raises:
+            FileNotFoundError: no checkpoint was given and ``model_dir`` has none.
+        """
+        path = checkpoint or self.latest_checkpoint
+        if path is None:
+            raise FileNotFoundError(f"no checkpoint in {self.hparams.run.model_dir!r}")
+        self._checkpoint.restore(path).assert_existing_objects_matched()
+        self.step = checkpoint_step(path)
+        return self.step
+
+    # -- data ------------------------------------------------------------------------------------
+
+    def _input(self, split: str, start_step: int | None = None) -> Any:
+        if split not in self.data:
+            raise KeyError(f"the data has no {split!r} split; it has {sorted(self.data)}")
+        source = _source(self.data[split], split)
+        if isinstance(source, tf.data.Dataset):
+            return source if start_step is None else source.repeat().skip(start_step)
+
+        def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
+            dataset = source(context)
+            if not isinstance(dataset, tf.data.Dataset):
+                raise TypeError(
+                    f"data split {split!r}: the function returned {type(dataset).__name__}, "
+                    "not a tf.data.Dataset"
+                )
+            return dataset if start_step is None else dataset.repeat().skip(start_step)
+
+        return self.strategy.distribute_datasets_from_function(dataset_fn)
+
+    # -- running ---------------------------------------------------------------------------------
+
+    def train(self, callbacks: list | None = None) -> dict[str, list[float]]:
+        """Trains to ``run.train_steps``, resuming from ``model_dir``'s latest checkpoint.
+
+        Args:
+            callbacks: more Keras callbacks, called after texkit's own.
+
+        Returns:
+            The Keras history (one value per checkpoint interval for each logged quantity).
+
+        Raises:
+            TrainingDiverged: the loss became NaN or infinite; the message names the step and the
+                last good checkpoint, which is kept.
+        """
+        run = self.hparams.run
+        start = self.restore() if self.latest_checkpoint else 0
+        if start and run.verbose:
+            print(f"texkit: resuming from {self.latest_checkpoint} (step {start})")
+        interval, total = run.checkpoint_every_steps, run.train_steps
+        if start % interval and start < total // interval * interval:
+            raise HParamsError(
+                f"the checkpoint to resume from is at step {start}, which is not a multiple of "
+                f"{interval}: resume with the checkpoint_every_steps of the run that wrote it",
+                "run.checkpoint_every_steps",
+            )
+        eval_every = interval if run.eval_every_steps is None else run.eval_every_steps
+        evaluate = bool(eval_every) and "eval" in self.data
+        guard = _DivergenceGuard(run.steps_per_execution)
+        own: list[keras.callbacks.Callback] = [guard, _Checkpointer(self, guard)]
+        if run.early_stopping.patience:
+            own.append(
+                _EarlyStopping(
+                    monitor=run.early_stopping.monitor,
+                    patience=run.early_stopping.patience,
+                    mode=run.early_stopping.mode,
+                    min_delta=run.early_stopping.min_delta,
+                )
+            )
+        if run.tensorboard and run.model_dir and self.is_chief:
+            own.append(keras.callbacks.TensorBoard(os.path.join(run.model_dir, "logs")))
+        all_callbacks = own + list(callbacks or [])
+        history: dict[str, list[float]] = {}
+        full = total // interval * interval
+        # One fit for the whole intervals, one more for a last, shorter stretch.
+        pieces = [(start, full, interval), (max(start, full), total, total - full)]
+        self.step = start
+        for begin, end, length in pieces:
+            if begin >= end:
+                continue
+            first_epoch = begin // interval
+
+            def step_of(epoch: int, first_epoch=first_epoch, begin=begin, length=length) -> int:
+                return begin + (epoch - first_epoch) * length
+
+            for callback in own[:2]:
+                callback.step_of_epoch = step_of
+            fit_history = self.model.fit(
+                self._input("train", start_step=begin),
+                initial_epoch=first_epoch,
+                epochs=first_epoch + (end - begin) // length,
+                steps_per_epoch=length,
+                validation_data=self._input("eval") if evaluate else None,
+                validation_steps=run.eval_steps,
+                validation_freq=max(eval_every // interval, 1) if length == interval else 1,
+                callbacks=all_callbacks,
+                verbose=run.verbose,
+                shuffle=False,
+            )
+            for key, values in fit_history.history.items():
+                history.setdefault(key, []).extend(float(v) for v in values)
+            self.step = begin + len(fit_history.epoch) * length
+            if guard.diverged_at is not None or self.model.stop_training:
+                break
+        if guard.diverged_at is not None:
+            raise self._diverged(guard)
+        return history
+
+    def _diverged(self, guard: _DivergenceGuard) -> TrainingDiverged:
+        step, spe = guard.diverged_at, guard.steps_per_execution
+        where = f"at step {step}" if spe == 1 else f"between steps {step - spe + 1} and {step}"
+        kept = self.latest_checkpoint
+        message = (
+            f"the training loss became NaN or infinite {where}; "
+            + (f"the last good checkpoint is {kept}." if kept else "no checkpoint was written.")
+            + " Lower the learning rate, clip gradients (optimization.gradient_clip) or check the "
+            "data of that step."
+        )
+        return TrainingDiverged(message, step, kept)
+
+    def check_static_shapes(self, split: str = "train") -> str:
+        """Compiles a train step with XLA on ``split``'s batch shapes, as a TPU would; returns HLO.
+
+        TPUs need every shape known when the step compiles: batches of a fixed size
+        (``drop_remainder``), sequences padded to a fixed length, and int32 (not int64) ids.
+
+        Raises:
+            ValueError: naming the feature whose shape is not fully known or whose dtype is int64,
+                or when the compiled step still has a dynamic dimension.
+        """
+        dataset = _plain_dataset(self.data[split], split)
+        for path, spec in _flatten_with_paths(dataset.element_spec, "batch"):
+            if not spec.shape.is_fully_defined():
+                raise ValueError(
+                    f"data split {split!r}: {path} has shape {spec.shape}, not fully known; batch "
+                    "with drop_remainder=True and pad sequences to a fixed length"
+                )
+            if spec.dtype == tf.int64:
+                raise ValueError(f"data split {split!r}: {path} is int64; TPUs want int32")
+        batch = _zeros_like_spec(dataset.element_spec)
+        with self.strategy.scope():
+            step = tf.function(self.model.train_step, jit_compile=True)
+            hlo = step.experimental_get_compiler_ir(batch)(stage="hlo")
+        if "<=" in hlo:
+            raise ValueError("the compiled train step has a dynamic (bounded) dimension")
+        return hlo
+
+    def evaluate(self, split: str = "eval", steps: int | None = None) -> dict[str, float]:
+        """The model's loss and metrics on a split, as a dict."""
+        results = self.model.evaluate(self._input(split), steps=steps, return_dict=True, verbose=0)
+        return {key: float(value) for key, value in results.items()}
+
+    def predict(self, split: str = "test", steps: int | None = None) -> Any:
+        """The model's outputs on a split (labels, if the split has them, are ignored)."""
+        return self.model.predict(self._input(split), steps=steps, verbose=0)
+
+    def export(self, path: str, preprocessor: Any = None) -> str:
+        """Writes a SavedModel for serving; returns ``path``.
+
+        Its ``serve`` endpoint (also the ``serving_default`` signature) takes raw inputs, as
+        ``preprocessor.serving_input_signature`` describes, when there is a preprocessor (given
+        here, or the data's ``preprocessor``), and the model's own inputs otherwise.
+        """
+        preprocessor = preprocessor or getattr(self.data, "preprocessor", None)
+        model = self.model
+        archive = keras.export.ExportArchive()
+        archive.track(model)
+        if preprocessor is not None:
+            signature = getattr(preprocessor, "serving_input_signature", None)
+            if signature is None:
+                raise ValueError(
+                    f"the preprocessor {preprocessor!r} has no serving_input_signature: give it "
+                    "one (a tf.TensorSpec or a dict of them) to export raw-input serving"
+                )
+            if isinstance(preprocessor, keras.layers.Layer) and not preprocessor.built:
+                preprocessor(_zeros_like_spec(signature))  # builds it, as export requires
+            archive.track(preprocessor)
+
+            def serve(inputs: Any) -> Any:
+                return model(preprocessor(inputs), training=False)
+
+        else:
+            signature = self._model_input_signature()
+
+            def serve(inputs: Any) -> Any:
+                return model(inputs, training=False)
+
+        archive.add_endpoint("serve", serve, input_signature=[signature])
+        if tf.io.gfile.exists(path):
+            tf.io.gfile.rmtree(path)
+        archive.write_out(path, verbose=False)
+        return path
+
+    def _model_input_signature(self) -> Any:
+        if getattr(self.model, "_is_graph_network", False) or hasattr(self.model, "inputs"):
+            inputs = getattr(self.model, "_inputs_struct", None)
+            if inputs is not None:
+                return tf.nest.map_structure(
+                    lambda t: tf.TensorSpec(t.shape, t.dtype, name=t.name), inputs
+                )
+        split = "train" if "train" in self.data else next(iter(self.data))
+        spec = _plain_dataset(self.data[split], split).element_spec
+        features = spec[0] if isinstance(spec, tuple) else spec
+        return tf.nest.map_structure(
+            lambda s: tf.TensorSpec([None, *s.shape[1:]], s.dtype, name=s.name), features
+        )
+
+
+def _build_symbolically_from_specs(model: keras.Model, strategy: tf.distribute.Strategy) -> None:
+    """Makes ``fit`` trace its loss and metrics from the data's specs, reading no batch.
+
+    Under a distribution strategy, Keras reads one batch before training (and starts the data
+    again) only to learn its shapes. That extra pass advances every ``shuffle`` that reshuffles
+    each iteration, so the run would see other batches than the same run without a strategy;
+    under ``MultiWorkerMirroredStrategy`` it also fails for features that are dicts. The
+    dataset's ``element_spec`` has the same shapes.
+    """
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        _average_scalar_logs_across_workers()
+
+    def symbolic_build(iterator: Any = None, data_batch: Any = None) -> None:
+        if data_batch is None and iterator is not None:
+            spec = iterator.data_adapter.get_tf_dataset().element_spec
+            data_batch = tf.nest.map_structure(_one_replica_spec, spec)
+        if data_batch is not None:
+            with strategy.scope():
+                model._symbolic_build(data_batch=data_batch)
+
+    model._maybe_symbolic_build = symbolic_build
+
+
+def _one_replica_spec(spec: Any) -> Any:
+    value_specs = getattr(spec, "_value_specs", None)  # a PerReplicaSpec
+    return value_specs[0] if value_specs else spec
+
+
+def _zeros_like_spec(spec: Any) -> Any:
+    return tf.nest.map_structure(
+        lambda s: tf.zeros([1 if d is None else d for d in s.shape], s.dtype), spec
+    )
+
+
+def _average_scalar_logs_across_workers() -> None:
+    """Lets ``fit`` report its loss and metrics under ``MultiWorkerMirroredStrategy``.
+
+    Keras 3 averages each logged value across workers along axis 0, which a scalar does not have
+    ("Invalid reduction dimension 0 for input with 0 dimensions", tensorflow/tensorflow#72388).
+    Scalars are averaged over the workers instead; everything else goes through Keras unchanged.
+    """
+    from keras.src.backend.tensorflow import trainer as keras_tf_trainer
+
+    original = keras_tf_trainer.reduce_per_replica
+    if getattr(original, "_texkit_scalar_mean", False):
+        return
+
+    def reduce_per_replica(values: Any, strategy: Any, reduction: str) -> Any:
+        if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or reduction not in (
+            "auto",
+            "mean",
+        ):
+            return original(values, strategy, reduction)
+
+        def reduce(value: Any) -> Any:
+            if getattr(value, "shape", None) is not None and value.shape.rank == 0:
+                return strategy.reduce("MEAN", value, axis=None)
+            return original(value, strategy, reduction)
+
+        return tf.nest.map_structure(reduce, values)
+
+    reduce_per_replica._texkit_scalar_mean = True
+    keras_tf_trainer.reduce_per_replica = reduce_per_replica
+
+
+def _seed(hp: HParams) -> None:
+    if hp.run.seed is not None:
+        keras.utils.set_random_seed(hp.run.seed)
+
+
+def _strategy(hp: HParams) -> tf.distribute.Strategy:
+    if hp.run.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    return strategy_from_hparams(hp.distribution)
+
+
+def _random_states(model: keras.Model) -> list[Any]:
+    """The states of the model's random generators (dropout's, for one), in the model's order.
+
+    ``tf.train.Checkpoint`` does not reach them through the model, yet a resumed run must draw
+    the same dropout masks as an uninterrupted one. They are saved by position, because Keras
+    numbers their names per process.
+    """
+    tracked = {id(v) for v in model.weights}
+    return [v for v in model.variables if id(v) not in tracked]
+
+
+def _defines_no_loss(model: keras.Model) -> bool:
+    compute_loss = getattr(type(model).compute_loss, "__func__", type(model).compute_loss)
+    return compute_loss is keras.Model.compute_loss and not model.losses
+
+
+def _flatten_with_paths(structure: Any, prefix: str) -> list[tuple[str, Any]]:
+    if isinstance(structure, Mapping):
+        items = [(f"{prefix}[{key!r}]", value) for key, value in structure.items()]
+    elif isinstance(structure, (tuple, list)):
+        items = [(f"{prefix}[{i}]", value) for i, value in enumerate(structure)]
+    else:
+        return [(prefix, structure)]
+    return [leaf for path, value in items for leaf in _flatten_with_paths(value, path)]
+
+
+def _source(source: Any, split: str) -> Any:
+    if not isinstance(source, tf.data.Dataset) and hasattr(source, "dataset"):
+        source = source.dataset
+    if isinstance(source, tf.data.Dataset) or callable(source):
+        return source
+    raise TypeError(
+        f"data split {split!r}: expected a tf.data.Dataset, a function input_context -> Dataset "
+        f"or an object with a .dataset, got {type(source).__name__}"
+    )
+
+
+def _plain_dataset(source: Any, split: str) -> tf.data.Dataset:
+    source = _source(source, split)
+    return source if isinstance(source, tf.data.Dataset) else source(tf.distribute.InputContext())
