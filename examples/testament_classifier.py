@@ -1,11 +1,15 @@
 """Which testament is a verse from? Trains a bag-of-embeddings classifier on real text.
 
 The model embeds each token with ``texkit.modules.WordEmbedder`` (with word-type dropout), averages
-the embeddings over the verse's real length and classifies with one dense layer. It trains on the
-English (KJV) verses of most books of the Bible and reports accuracy on held-out books (the fixed
-split of examples/data/README.md), next to the majority-class baseline.
+the embeddings over the verse's real length (``texkit.core.MaskedMeanPooling``) and classifies
+with one dense layer. It trains through ``texkit.run.Trainer`` on the English (KJV) verses of most
+books of the Bible and reports accuracy on held-out books (the fixed split of
+examples/data/README.md), next to the majority-class baseline. The tokenizer is a Keras
+``TextVectorization`` fitted on the training verses; it runs in the input pipeline for training
+and in front of the model in the exported SavedModel, which therefore takes raw text.
 
-    python examples/testament_classifier.py --config hparams/testament_classifier.yaml epochs=1
+    python examples/testament_classifier.py --config hparams/testament_classifier.yaml
+    texkit train hparams/testament_classifier.yaml --include examples/testament_classifier.py
 """
 
 from __future__ import annotations
@@ -24,51 +28,30 @@ from bible_corpus import load_bible  # noqa: E402
 import texkit as tx  # noqa: E402
 
 
-def default_hparams() -> dict:
-    return {
-        "embedder": tx.modules.WordEmbedder.default_hparams(),
+class VerseTokenizer(keras.layers.Layer):
+    """Raw verses to the model's inputs, in-graph: ``{"ids": [batch, time], "length": [batch]}``."""
+
+    def __init__(self, vectorize: keras.layers.TextVectorization, **kwargs):
+        super().__init__(**kwargs)
+        self.vectorize = vectorize
+        self.serving_input_signature = tf.TensorSpec([None], tf.string, name="text")
+
+    def call(self, text):
+        ids = tf.cast(self.vectorize(text), tf.int32)
+        return {"ids": ids, "length": tf.reduce_sum(tf.cast(ids != 0, tf.int32), axis=1)}
+
+
+@tx.run.data_builder(
+    {
         "vocab_size": 20000,
         "max_seq_length": 64,
         "batch_size": 64,
-        "epochs": 3,
-        "learning_rate": 0.003,
         "seed": 0,
-        "name": "testament_classifier",
+        "name": "testament_data",
     }
-
-
-class MeanOverTime(keras.layers.Layer):
-    """Mean of [batch, time, dim] inputs over each sequence's first ``sequence_length`` steps."""
-
-    def call(self, inputs, sequence_length):
-        steps = keras.ops.arange(keras.ops.shape(inputs)[1])
-        mask = keras.ops.cast(steps[None, :] < sequence_length[:, None], inputs.dtype)
-        summed = keras.ops.sum(inputs * mask[:, :, None], axis=1)
-        count = keras.ops.maximum(keras.ops.sum(mask, axis=1, keepdims=True), 1.0)
-        return summed / count
-
-
-def build_model(hparams: tx.HParams) -> keras.Model:
-    ids = keras.Input((hparams.max_seq_length,), dtype="int32", name="ids")
-    lengths = keras.Input((), dtype="int32", name="length")
-    embedder = tx.modules.WordEmbedder(vocab_size=hparams.vocab_size, hparams=hparams.embedder)
-    pooled = MeanOverTime(name="mean_over_time")(embedder(ids), lengths)
-    logits = keras.layers.Dense(2, name="classifier")(pooled)
-    return keras.Model({"ids": ids, "length": lengths}, logits, name=hparams.name)
-
-
-def make_dataset(vectorize, verses, batch_size: int, shuffle_seed: int | None) -> tf.data.Dataset:
-    ids = vectorize(tf.constant([v.english for v in verses])).numpy().astype(np.int32)
-    features = {"ids": ids, "length": (ids != 0).sum(axis=1).astype(np.int32)}
-    labels = np.array([int(v.new_testament) for v in verses], np.int32)
-    dataset = tf.data.Dataset.from_tensor_slices((features, labels))
-    if shuffle_seed is not None:
-        dataset = dataset.shuffle(len(labels), seed=shuffle_seed, reshuffle_each_iteration=True)
-    return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
-
-
-def run(hparams: tx.HParams, verbose: int = 2) -> dict:
-    keras.utils.set_random_seed(hparams.seed)
+)
+def testament_data(hparams: tx.HParams) -> tx.run.Data:
+    """The verses (train, dev as ``eval``, test), tokenized; label 1 is the New Testament."""
     splits = load_bible()
     vectorize = keras.layers.TextVectorization(
         max_tokens=hparams.vocab_size,
@@ -76,41 +59,75 @@ def run(hparams: tx.HParams, verbose: int = 2) -> dict:
         standardize="lower_and_strip_punctuation",
     )
     vectorize.adapt([v.english for v in splits["train"]])
-    data = {
-        name: make_dataset(
-            vectorize, verses, hparams.batch_size, hparams.seed if name == "train" else None
+    tokenizer = VerseTokenizer(vectorize)
+
+    def dataset(verses: list, shuffle: bool) -> tf.data.Dataset:
+        features = {
+            k: v.numpy() for k, v in tokenizer(tf.constant([v.english for v in verses])).items()
+        }
+        labels = np.array([int(v.new_testament) for v in verses], np.int32)
+        data = tf.data.Dataset.from_tensor_slices((features, labels))
+        if shuffle:
+            data = data.shuffle(len(labels), seed=hparams.seed)
+        return data.batch(hparams.batch_size, drop_remainder=shuffle).prefetch(tf.data.AUTOTUNE)
+
+    majority = {
+        name: float(max(np.mean(labels), 1 - np.mean(labels)))
+        for name, labels in (
+            (name, [v.new_testament for v in verses]) for name, verses in splits.items()
         )
-        for name, verses in splits.items()
     }
-    model = build_model(hparams)
-    model.compile(
-        optimizer=keras.optimizers.Adam(hparams.learning_rate),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"],
+    return tx.run.Data(
+        train=dataset(splits["train"], shuffle=True),
+        eval=dataset(splits["dev"], shuffle=False),
+        test=dataset(splits["test"], shuffle=False),
+        preprocessor=tokenizer,
+        vocab_size=hparams.vocab_size,
+        max_seq_length=hparams.max_seq_length,
+        majority=majority,
+        sizes={name: len(verses) for name, verses in splits.items()},
     )
-    model.fit(data["train"], validation_data=data["dev"], epochs=hparams.epochs, verbose=verbose)
+
+
+@tx.run.model_builder(
+    {
+        "embedder": tx.modules.WordEmbedder.default_hparams(),
+        "num_classes": 2,
+        "name": "bag_of_embeddings_classifier",
+    }
+)
+def bag_of_embeddings_classifier(hparams: tx.HParams, data: tx.run.Data) -> keras.Model:
+    ids = keras.Input((data.max_seq_length,), dtype="int32", name="ids")
+    length = keras.Input((), dtype="int32", name="length")
+    embedder = tx.modules.WordEmbedder(vocab_size=data.vocab_size, hparams=hparams.embedder)
+    pooled = tx.core.MaskedMeanPooling(name="mean_over_time")(embedder(ids), length)
+    logits = keras.layers.Dense(hparams.num_classes, name="classifier", dtype="float32")(pooled)
+    return keras.Model({"ids": ids, "length": length}, logits, name=hparams.name)
+
+
+def run(hparams: tx.HParams) -> dict:
+    """Trains the experiment and returns dev and test accuracy with their majority baselines."""
+    trainer = tx.run.Trainer.from_hparams(hparams)
+    trainer.train()
     results = {}
-    for name in ("dev", "test"):
-        _, accuracy = model.evaluate(data[name], verbose=0)
-        labels = np.array([v.new_testament for v in splits[name]])
-        majority = max(labels.mean(), 1 - labels.mean())
+    for split, name in (("eval", "dev"), ("test", "test")):
         results[name] = {
-            "accuracy": float(accuracy),
-            "majority": float(majority),
-            "size": len(labels),
+            "accuracy": trainer.evaluate(split)["accuracy"],
+            "majority": trainer.data.majority[name],
+            "size": trainer.data.sizes[name],
         }
     return results
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", required=True, help="hparams/testament_classifier.yaml")
     parser.add_argument(
-        "--config", help="YAML hparams file (e.g. hparams/testament_classifier.yaml)"
+        "overrides", nargs="*", help="key=value overrides, e.g. run.train_steps=100"
     )
-    parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. epochs=1")
     args = parser.parse_args(argv)
-    user = tx.HParams.from_yaml(args.config, None).todict() if args.config else {}
-    hparams = tx.HParams(tx.apply_overrides(user, args.overrides), default_hparams())
+    user = tx.HParams.from_yaml(args.config, None).todict()
+    hparams = tx.run.validate_experiment(tx.apply_overrides(user, args.overrides))
     results = run(hparams)
     for name, result in results.items():
         print(

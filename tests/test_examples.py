@@ -3,7 +3,9 @@
 import os
 import sys
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
 import texkit as tx
 
@@ -11,7 +13,6 @@ EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
 sys.path.insert(0, os.path.abspath(EXAMPLES))
 
 import bible_corpus  # noqa: E402
-import testament_classifier  # noqa: E402
 
 
 def test_bible_split_is_by_book_and_complete():
@@ -39,16 +40,27 @@ def test_bible_loader_names_the_bad_line(tmp_path):
         bible_corpus.load_bible(str(tmp_path / "missing.tsv.gz"))
 
 
-def test_testament_classifier_learns_from_the_yaml_config():
+def test_testament_classifier_learns_from_the_yaml_config(tmp_path):
     config = os.path.join(
         os.path.dirname(__file__), os.pardir, "hparams", "testament_classifier.yaml"
     )
     user = tx.HParams.from_yaml(config, None).todict()
-    hparams = tx.HParams(
-        tx.apply_overrides(user, ["epochs=1", "embedder.dim=32"]),
-        testament_classifier.default_hparams(),
-    )
-    results = testament_classifier.run(hparams, verbose=0)
-    test = results["test"]
-    assert test["size"] == 699
-    assert test["accuracy"] > test["majority"] + 0.2, results
+    overrides = ["run.train_steps=350", "run.verbose=0", "model.hparams.embedder.dim=32"]
+    hparams = tx.run.validate_experiment(tx.apply_overrides(user, overrides))
+    trainer = tx.run.Trainer.from_hparams(hparams)
+    trainer.train()
+    test = trainer.evaluate("test")
+    assert trainer.data.sizes["test"] == 699
+    assert test["accuracy"] > trainer.data.majority["test"] + 0.2, test
+
+    # The export takes raw verses and agrees with the trained model.
+    verses = [
+        "And Jesus answered and said unto them, Verily I say unto you",
+        "And the LORD spake unto Moses, saying,",
+    ]
+    trainer.export(str(tmp_path / "serving"))
+    loaded = tf.saved_model.load(str(tmp_path / "serving"))
+    served = loaded.serve(tf.constant(verses)).numpy()
+    expected = trainer.model.predict(trainer.data.preprocessor(tf.constant(verses)), verbose=0)
+    np.testing.assert_allclose(served, expected, atol=1e-5)
+    assert served[0].argmax() == 1 and served[1].argmax() == 0  # New, then Old Testament

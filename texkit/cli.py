@@ -1,13 +1,27 @@
 """The ``texkit`` command.
 
-texkit hparams WordEmbedder        # a class's default hparams, as YAML
-texkit hparams WordEmbedder dim=64 # ... with overrides applied and validated
+texkit hparams WordEmbedder                  # a class's default hparams, as YAML
+texkit hparams WordEmbedder dim=64           # ... with overrides applied and validated
+texkit train EXPERIMENT.yaml [key=value ...] # train (resuming from run.model_dir)
+texkit evaluate EXPERIMENT.yaml [--split test]
+texkit predict EXPERIMENT.yaml --output predictions.jsonl [--split test]
+texkit export EXPERIMENT.yaml --output serving/
+
+An experiment file names registered builders (texkit.run.experiment); ``--include FILE.py``
+imports a file of your own that registers more. A YAML file itself can only name code, never
+import it. ``evaluate``, ``predict`` and ``export`` load the latest checkpoint of
+``run.model_dir`` (or ``--checkpoint``); the ``hparams.yaml`` that training wrote there is itself
+an experiment file.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
+import os
 import sys
+from typing import Any
 
 import yaml
 
@@ -35,18 +49,119 @@ def _print_hparams(name: str, overrides: list[str]) -> int:
     return 0
 
 
+def _include(path: str) -> None:
+    """Imports a Python file of the user's (which registers builders), as ``python FILE`` would."""
+    path = os.path.abspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"--include: no such file: {path}")
+    name = "texkit_include_" + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.path.insert(0, os.path.dirname(path))  # so the file can import its neighbours
+    spec.loader.exec_module(module)
+
+
+def _experiment(args: argparse.Namespace) -> Any:
+    from texkit import run
+
+    for path in args.include:
+        _include(path)
+    user = HParams.from_yaml(args.config, None).todict()
+    return run.validate_experiment(apply_overrides(user, args.overrides))
+
+
+def _trainer(hparams: Any, checkpoint: str | None, restore: bool) -> Any:
+    from texkit import run
+
+    trainer = run.Trainer.from_hparams(hparams)
+    if restore:
+        step = trainer.restore(checkpoint)
+        print(
+            f"texkit: loaded {checkpoint or trainer.latest_checkpoint} (step {step})",
+            file=sys.stderr,
+        )
+    return trainer
+
+
+def _to_list(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _to_list(v) for key, v in value.items()}
+    return value.tolist() if hasattr(value, "tolist") else value
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    hparams = _experiment(args)
+    if args.command == "train":
+        trainer = _trainer(hparams, None, restore=False)
+        trainer.train()
+        result = {"step": trainer.step}
+        if "eval" in trainer.data:
+            result["eval"] = trainer.evaluate("eval")
+        print(json.dumps(result))
+        return 0
+    trainer = _trainer(hparams, args.checkpoint, restore=True)
+    if args.command == "evaluate":
+        print(json.dumps({"step": trainer.step, args.split: trainer.evaluate(args.split)}))
+    elif args.command == "predict":
+        outputs = _to_list(trainer.predict(args.split))
+        rows = (
+            [
+                dict(zip(outputs, values, strict=True))
+                for values in zip(*outputs.values(), strict=True)
+            ]
+            if isinstance(outputs, dict)
+            else outputs
+        )
+        with open(args.output, "w", encoding="utf-8") as stream:
+            for row in rows:
+                stream.write(json.dumps(row) + "\n")
+        print(f"texkit: wrote {len(rows)} predictions to {args.output}", file=sys.stderr)
+    else:
+        trainer.export(args.output)
+        print(f"texkit: exported a SavedModel to {args.output}", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="texkit", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     show = commands.add_parser("hparams", help="print a class's default hparams as YAML")
     show.add_argument("name", help="a registered name, e.g. WordEmbedder")
     show.add_argument("overrides", nargs="*", help="key=value overrides, e.g. dim=64")
+    helps = {
+        "train": "train an experiment, resuming from its model_dir",
+        "evaluate": "evaluate the latest checkpoint on a split",
+        "predict": "write the model's outputs on a split as JSON lines",
+        "export": "write a SavedModel for serving",
+    }
+    for name, text in helps.items():
+        command = commands.add_parser(name, help=text)
+        command.add_argument("config", help="the experiment's YAML file")
+        command.add_argument(
+            "overrides", nargs="*", help="key=value overrides, e.g. run.train_steps=100"
+        )
+        command.add_argument(
+            "--include", action="append", default=[], metavar="FILE.py",
+            help="import this Python file first (it registers builders); repeatable",
+        )  # fmt: skip
+        if name != "train":
+            command.add_argument("--checkpoint", help="a ckpt-<step> path (default: the latest)")
+        if name in ("evaluate", "predict"):
+            command.add_argument("--split", default="eval" if name == "evaluate" else "test")
+        if name in ("predict", "export"):
+            command.add_argument("--output", required=True, help="the file or folder to write")
     args = parser.parse_args(argv)
     import texkit  # noqa: F401  (registers texkit's classes)
 
     if args.command == "hparams":
         return _print_hparams(args.name, args.overrides)
-    return 2  # pragma: no cover - argparse rejects unknown commands
+    try:
+        return _run_command(args)
+    except (HParamsError, FileNotFoundError, KeyError) as error:
+        message = error.args[0] if isinstance(error, KeyError) and error.args else error
+        print(f"texkit {args.command}: {message}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

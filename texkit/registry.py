@@ -34,6 +34,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
+import os
 import sys
 import types
 from typing import Any
@@ -160,12 +161,21 @@ def register(obj: Any, name: str | None = None) -> Any:
 
 
 def _same_definition(a: Any, b: Any) -> bool:
-    # A module reloaded (or a class re-run in a notebook) defines a new object with the same
-    # qualified name: that replaces the old one instead of clashing with it.
-    return (getattr(a, "__module__", None), getattr(a, "__qualname__", None)) == (
-        getattr(b, "__module__", None),
-        getattr(b, "__qualname__", None),
-    )
+    # A module reloaded (or a class re-run in a notebook), or one file imported under two module
+    # names (``import toy`` and ``texkit train --include toy.py``), defines a new object with the
+    # same qualified name: that replaces the old one instead of clashing with it.
+    if getattr(a, "__qualname__", None) != getattr(b, "__qualname__", None):
+        return False
+    if getattr(a, "__module__", None) == getattr(b, "__module__", None):
+        return True
+    files = {_defining_file(a), _defining_file(b)}
+    return len(files) == 1 and None not in files
+
+
+def _defining_file(obj: Any) -> str | None:
+    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    path = getattr(module, "__file__", None)
+    return os.path.realpath(path) if path else None
 
 
 def registered_names() -> list[str]:

@@ -66,3 +66,24 @@ def test_activation_with_kwargs_survives_keras_saving(tmp_path):
     np.testing.assert_allclose(loaded(x), model(x), atol=1e-6)
     with pytest.raises(tx.HParamsError, match="not an activation function"):
         get_activation({"type": "Dense", "kwargs": {"units": 2}})
+
+
+def test_masked_mean_pooling_averages_only_the_valid_steps(tmp_path):
+    from tests.harness import check_module_contract
+
+    rng = np.random.default_rng(0)
+    inputs = rng.normal(size=(3, 5, 4)).astype(np.float32)
+    lengths = np.array([5, 2, 0], np.int32)
+    outputs = check_module_contract(
+        tx.core.MaskedMeanPooling,
+        {"inputs": inputs, "sequence_length": lengths},
+        tmp_path,
+        sequence_inputs={"inputs": 1},
+    )
+    expected = np.stack(
+        [
+            inputs[i, :n].mean(axis=0) if n else np.zeros(4, np.float32)
+            for i, n in enumerate(lengths)
+        ]
+    )
+    np.testing.assert_allclose(outputs, expected, atol=1e-6)

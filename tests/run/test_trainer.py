@@ -468,3 +468,19 @@ def test_an_export_reloaded_in_a_fresh_process_predicts_the_same(tmp_path):
         tmp_path / "ids", {key: value.tolist() for key, value in features.items()}
     )
     np.testing.assert_allclose(served, expected, atol=1e-5)
+
+
+def test_the_tpu_yaml_holds_valid_tpu_settings():
+    path = os.path.join(
+        os.path.dirname(__file__), os.pardir, os.pardir, "hparams", "bert_classifier_tpu.yaml"
+    )
+    hp = tx.HParams.from_yaml(path, tx.run.default_experiment_hparams())
+    tx.run.trainer.check_run_hparams(hp.run)
+    assert hp.distribution.type == "tpu"
+    assert hp.run.precision == "mixed_bfloat16" and hp.run.jit_compile is True
+    assert hp.run.steps_per_execution > 1
+    assert hp.data.hparams.pad_to_max_seq_length and hp.data.hparams.drop_remainder
+    optimizer = tx.run.optimizer_from_hparams(hp.optimization)
+    assert optimizer.global_clipnorm == 1.0
+    with pytest.raises(RuntimeError, match="no TPU found"):
+        tx.run.strategy_from_hparams(hp.distribution)

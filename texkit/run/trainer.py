@@ -18,7 +18,7 @@ data an uninterrupted run would have seen (give the shuffle a seed). Keras'
 ``BackupAndRestore`` callback is not used for this: it resumes at an epoch's start but restarts
 the data from its beginning, and keeps one backup instead of the last K checkpoints.
 
-The whole resolved experiment is written to ``model_dir/hparams.yaml`` before training starts;
+The whole resolved experiment is written to ``model_dir/hparams.yaml`` when training starts;
 ``texkit evaluate|predict|export`` read it back.
 """
 
@@ -348,10 +348,6 @@ class Trainer:
             self._manager = tf.train.CheckpointManager(
                 self._checkpoint, self._write_dir(), max_to_keep=run.keep_checkpoints
             )
-            if self.is_chief:
-                tf.io.gfile.makedirs(run.model_dir)
-                with tf.io.gfile.GFile(os.path.join(run.model_dir, "hparams.yaml"), "w") as f:
-                    f.write(self.hparams.to_yaml())
         self.step = 0
 
     @classmethod
@@ -476,6 +472,10 @@ class Trainer:
                 last good checkpoint, which is kept.
         """
         run = self.hparams.run
+        if run.model_dir and self.is_chief:
+            tf.io.gfile.makedirs(run.model_dir)
+            with tf.io.gfile.GFile(os.path.join(run.model_dir, "hparams.yaml"), "w") as f:
+                f.write(self.hparams.to_yaml())
         start = self.restore() if self.latest_checkpoint else 0
         if start and run.verbose:
             print(f"texkit: resuming from {self.latest_checkpoint} (step {start})")
