@@ -13,6 +13,7 @@ EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
 sys.path.insert(0, os.path.abspath(EXAMPLES))
 
 import bible_corpus  # noqa: E402
+import testament_classifier  # noqa: E402, F401  (registers the example's builders)
 
 
 def test_bible_split_is_by_book_and_complete():
