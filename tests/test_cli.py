@@ -88,7 +88,7 @@ def test_train_evaluate_predict_and_export_run_an_experiment_end_to_end(tmp_path
 
 def test_an_experiment_with_a_typo_fails_at_once_naming_the_key(tmp_path, capsys):
     config = _write_experiment(tmp_path)
-    assert main(["train", config, "run.train_stpes=10", "--include", TOY]) == 2
+    assert main(["train", "--include", TOY, config, "run.train_stpes=10"]) == 2
     assert "'run.train_stpes'" in capsys.readouterr().err
     assert main(["train", config, "model.hparams.embeder.dim=8", "--include", TOY]) == 2
     assert "'model.hparams.embeder'" in capsys.readouterr().err

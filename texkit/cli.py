@@ -123,35 +123,50 @@ def _run_command(args: argparse.Namespace) -> int:
     return 0
 
 
+_RUN_COMMANDS = {
+    "train": "train an experiment, resuming from its model_dir",
+    "evaluate": "evaluate the latest checkpoint on a split",
+    "predict": "write the model's outputs on a split as JSON lines",
+    "export": "write a SavedModel for serving",
+}
+
+
+def _add_run_arguments(command: argparse.ArgumentParser, name: str) -> None:
+    command.add_argument("config", help="the experiment's YAML file")
+    command.add_argument(
+        "overrides", nargs="*", help="key=value overrides, e.g. run.train_steps=100"
+    )
+    command.add_argument(
+        "--include", action="append", default=[], metavar="FILE.py",
+        help="import this Python file first (it registers builders); repeatable",
+    )  # fmt: skip
+    if name != "train":
+        command.add_argument("--checkpoint", help="a ckpt-<step> path (default: the latest)")
+    if name in ("evaluate", "predict"):
+        command.add_argument("--split", default="eval" if name == "evaluate" else "test")
+    if name in ("predict", "export"):
+        command.add_argument("--output", required=True, help="the file or folder to write")
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="texkit", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     show = commands.add_parser("hparams", help="print a class's default hparams as YAML")
     show.add_argument("name", help="a registered name, e.g. WordEmbedder")
     show.add_argument("overrides", nargs="*", help="key=value overrides, e.g. dim=64")
-    helps = {
-        "train": "train an experiment, resuming from its model_dir",
-        "evaluate": "evaluate the latest checkpoint on a split",
-        "predict": "write the model's outputs on a split as JSON lines",
-        "export": "write a SavedModel for serving",
-    }
-    for name, text in helps.items():
-        command = commands.add_parser(name, help=text)
-        command.add_argument("config", help="the experiment's YAML file")
-        command.add_argument(
-            "overrides", nargs="*", help="key=value overrides, e.g. run.train_steps=100"
+    for name, text in _RUN_COMMANDS.items():
+        _add_run_arguments(commands.add_parser(name, help=text), name)
+    if argv and argv[0] in _RUN_COMMANDS:
+        # Options may come before, between or after the key=value overrides.
+        command = argparse.ArgumentParser(
+            prog=f"texkit {argv[0]}", description=_RUN_COMMANDS[argv[0]]
         )
-        command.add_argument(
-            "--include", action="append", default=[], metavar="FILE.py",
-            help="import this Python file first (it registers builders); repeatable",
-        )  # fmt: skip
-        if name != "train":
-            command.add_argument("--checkpoint", help="a ckpt-<step> path (default: the latest)")
-        if name in ("evaluate", "predict"):
-            command.add_argument("--split", default="eval" if name == "evaluate" else "test")
-        if name in ("predict", "export"):
-            command.add_argument("--output", required=True, help="the file or folder to write")
-    args = parser.parse_args(argv)
+        _add_run_arguments(command, argv[0])
+        args = command.parse_intermixed_args(argv[1:])
+        args.command = argv[0]
+    else:
+        args = parser.parse_args(argv)
     import texkit  # noqa: F401  (registers texkit's classes)
 
     if args.command == "hparams":
