@@ -73,7 +73,6 @@ def _train(strategy, steps=20):
                 {
                     "optimizer": {"type": "SGD"},
                     "learning_rate": 0.5,
-                    "gradient_clip": {"mode": "global_norm"},
                 }
             ),
             loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
