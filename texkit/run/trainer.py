@@ -340,6 +340,8 @@ class Trainer:
                 self._build_from_data()
             model.optimizer.build(model.trainable_variables)
         _build_symbolically_from_specs(self.model, self.strategy)
+        if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            _average_scalar_logs_across_workers()
         self._checkpoint = tf.train.Checkpoint(
             model=self.model, optimizer=self.model.optimizer, rng=_random_states(self.model)
         )
@@ -391,13 +393,17 @@ class Trainer:
             steps_per_execution=run.steps_per_execution,
         )
 
-    def _build_from_data(self) -> None:
+    def _features_spec(self) -> Any:
+        """The spec of the features of one batch of the train split (else the first split)."""
         split = "train" if "train" in self.data else next(iter(self.data), None)
         if split is None:
-            raise ValueError("the model is not built and there is no data to build it from")
-        # Zeros of the batch's shapes: reading a batch would advance the data's shuffling.
+            raise ValueError("the data has no split to take the model's input shapes from")
         spec = _plain_dataset(self.data[split], split).element_spec
-        self.model(_zeros_like_spec(spec[0] if isinstance(spec, tuple) else spec), training=False)
+        return spec[0] if isinstance(spec, tuple) else spec
+
+    def _build_from_data(self) -> None:
+        # Zeros of the batch's shapes: reading a batch would advance the data's shuffling.
+        self.model(_zeros_like_spec(self._features_spec()), training=False)
 
     def _write_dir(self) -> str:
         model_dir = self.hparams.run.model_dir
@@ -624,17 +630,14 @@ class Trainer:
         return path
 
     def _model_input_signature(self) -> Any:
-        if getattr(self.model, "_is_graph_network", False) or hasattr(self.model, "inputs"):
-            inputs = getattr(self.model, "_inputs_struct", None)
-            if inputs is not None:
-                return tf.nest.map_structure(
-                    lambda t: tf.TensorSpec(t.shape, t.dtype, name=t.name), inputs
-                )
-        split = "train" if "train" in self.data else next(iter(self.data))
-        spec = _plain_dataset(self.data[split], split).element_spec
-        features = spec[0] if isinstance(spec, tuple) else spec
+        inputs = getattr(self.model, "_inputs_struct", None)  # a functional model's inputs
+        if inputs is not None:
+            return tf.nest.map_structure(
+                lambda t: tf.TensorSpec(t.shape, t.dtype, name=t.name), inputs
+            )
         return tf.nest.map_structure(
-            lambda s: tf.TensorSpec([None, *s.shape[1:]], s.dtype, name=s.name), features
+            lambda s: tf.TensorSpec([None, *s.shape[1:]], s.dtype, name=s.name),
+            self._features_spec(),
         )
 
 
@@ -647,8 +650,6 @@ def _build_symbolically_from_specs(model: keras.Model, strategy: tf.distribute.S
     under ``MultiWorkerMirroredStrategy`` it also fails for features that are dicts. The
     dataset's ``element_spec`` has the same shapes.
     """
-    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-        _average_scalar_logs_across_workers()
 
     def symbolic_build(iterator: Any = None, data_batch: Any = None) -> None:
         if data_batch is None and iterator is not None:
