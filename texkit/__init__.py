@@ -9,9 +9,18 @@ import os
 # texkit runs on Keras' TensorFlow backend; pick it unless the user already chose.
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-from texkit import core, modules, registry, run  # noqa: E402
+from texkit import core, modules, pretrained, registry, run  # noqa: E402
 from texkit.hparams import HParams, HParamsError, apply_overrides  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["HParams", "HParamsError", "apply_overrides", "core", "modules", "registry", "run"]
+__all__ = [
+    "HParams",
+    "HParamsError",
+    "apply_overrides",
+    "core",
+    "modules",
+    "pretrained",
+    "registry",
+    "run",
+]

@@ -1,0 +1,111 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.harness import check_module_contract
+from texkit.configurable import undocumented_hparams
+from texkit.core.attention import MultiHeadAttention
+from texkit.hparams import HParamsError
+
+RNG = np.random.default_rng(7)
+
+
+def numpy_attention(layer, queries, memory, memory_lengths=None, causal=False):
+    """softmax(Q K^T / sqrt(d_k) + mask) V per head, then the output projection, in NumPy."""
+    w = {v.path.split("/")[-2] + "/" + v.path.split("/")[-1]: v.numpy() for v in layer.weights}
+    q = queries @ w["query/kernel"] + w["query/bias"]
+    k = memory @ w["key/kernel"] + w["key/bias"]
+    v = memory @ w["value/kernel"] + w["value/bias"]
+    heads = layer.hparams.num_heads
+    depth = q.shape[-1] // heads
+    out = np.zeros(q.shape)
+    for b in range(q.shape[0]):
+        for h in range(heads):
+            cols = slice(h * depth, (h + 1) * depth)
+            scores = q[b, :, cols] @ k[b, :, cols].T / np.sqrt(depth)
+            allowed = np.ones(scores.shape, bool)
+            if memory_lengths is not None:
+                allowed[:, memory_lengths[b] :] = False
+            if causal:
+                allowed &= np.tril(np.ones(scores.shape, bool))
+            scores = np.where(allowed, scores, -np.inf)
+            weights = np.exp(scores - scores.max(-1, keepdims=True))
+            weights /= weights.sum(-1, keepdims=True)
+            out[b, :, cols] = weights @ v[b, :, cols]
+    return out @ w["output/kernel"] + w["output/bias"]
+
+
+def make(**kw):
+    hparams = {"num_units": 12, "num_heads": 3, "output_dim": 10, "dropout_rate": 0.0}
+    return MultiHeadAttention(hparams, **kw)
+
+
+def test_every_hparam_is_documented():
+    assert undocumented_hparams(MultiHeadAttention) == ([], [])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_self_attention_equals_formula(causal):
+    layer = make()
+    x = RNG.normal(size=(3, 5, 8)).astype(np.float32)
+    lengths = np.array([5, 2, 4])
+    got = layer(x, memory_sequence_length=lengths, causal=causal).numpy()
+    want = numpy_attention(layer, x, x, lengths, causal)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_cross_attention_equals_formula_and_ignores_padded_memory():
+    layer = make()
+    x = RNG.normal(size=(2, 4, 8)).astype(np.float32)
+    memory = RNG.normal(size=(2, 6, 7)).astype(np.float32)
+    lengths = np.array([6, 3])
+    got = layer(x, memory=memory, memory_sequence_length=lengths).numpy()
+    np.testing.assert_allclose(got, numpy_attention(layer, x, memory, lengths), atol=1e-5)
+    changed = memory.copy()
+    changed[1, 3:] = 100.0
+    again = layer(x, memory=changed, memory_sequence_length=lengths).numpy()
+    np.testing.assert_allclose(again, got, atol=1e-6)
+
+
+def test_causal_future_steps_do_not_change_earlier_outputs():
+    layer = make()
+    x = RNG.normal(size=(1, 6, 8)).astype(np.float32)
+    base = layer(x, causal=True).numpy()
+    changed = x.copy()
+    changed[0, 4:] = -3.0
+    np.testing.assert_allclose(layer(changed, causal=True).numpy()[0, :4], base[0, :4], atol=1e-6)
+
+
+def test_dropout_applies_in_training_only():
+    layer = MultiHeadAttention(
+        {"num_units": 8, "num_heads": 2, "output_dim": 8, "dropout_rate": 0.5}
+    )
+    x = RNG.normal(size=(2, 5, 8)).astype(np.float32)
+    a, b = layer(x, training=False), layer(x, training=False)
+    np.testing.assert_array_equal(a, b)
+    assert not np.allclose(layer(x, training=True), a)
+
+
+def test_contract(tmp_path):
+    x = RNG.normal(size=(4, 5, 8)).astype(np.float32)
+    check_module_contract(
+        make,
+        {"queries": x, "memory_sequence_length": np.array([5, 3, 1, 4], np.int32)},
+        tmp_path,
+        sequence_inputs={"queries": 1},
+        length_key="memory_sequence_length",
+        output_time_axes=1,
+    )
+
+
+def test_bad_hparams_name_the_key():
+    with pytest.raises(HParamsError, match="num_heads"):
+        MultiHeadAttention({"num_units": 10, "num_heads": 3})
+    with pytest.raises(HParamsError, match="dropout_rate"):
+        MultiHeadAttention({"dropout_rate": 1.0})
+
+
+def test_mixed_bfloat16_computes_in_bfloat16():
+    layer = make(dtype="mixed_bfloat16")
+    x = tf.constant(RNG.normal(size=(1, 3, 8)), tf.float32)
+    assert layer(x).dtype == tf.bfloat16

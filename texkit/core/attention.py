@@ -1,0 +1,170 @@
+"""Attention: masks from lengths, and multi-head scaled dot-product attention.
+
+:class:`MultiHeadAttention` computes, for ``h`` heads with ``d_k = num_units / h``::
+
+    head_i = softmax(Q_i K_i^T / sqrt(d_k) + mask) V_i,   Q = x W_q, K = m W_k, V = m W_v
+    output = concat(head_1, ..., head_h) W_o
+
+where ``x`` are the queries and ``m`` the memory (``m = x`` for self-attention). Padded memory
+steps (at or past ``memory_sequence_length``) and, with ``causal=True``, future steps get zero
+weight. The scores, the mask and the softmax are computed in float32 whatever the layer's dtype
+policy, so ``mixed_bfloat16`` changes only the matrix products.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+from keras import ops
+
+from texkit.core.layers import get_initializer
+from texkit.hparams import HParamsError
+from texkit.modules.base import ModuleBase
+
+__all__ = ["MultiHeadAttention", "attention_bias", "sequence_mask"]
+
+# Added to the scores of masked steps. Large enough that exp() underflows to exactly 0 in float32,
+# small enough that adding it to a finite score stays finite.
+_MASK_BIAS = -1e9
+
+
+def sequence_mask(sequence_length: Any, max_time: Any) -> Any:
+    """``[batch, max_time]`` booleans, true at the steps before each sequence's length."""
+    steps = ops.arange(max_time, dtype="int32")
+    return steps[None, :] < ops.cast(sequence_length, "int32")[:, None]
+
+
+def attention_bias(
+    query_time: Any,
+    memory_time: Any,
+    memory_sequence_length: Any = None,
+    causal: bool = False,
+) -> Any:
+    """The float32 additive mask ``[batch or 1, 1, query_time, memory_time]`` of the scores.
+
+    0 where a query may attend, ``-1e9`` where it may not: memory steps at or past
+    ``memory_sequence_length`` and, if ``causal``, memory steps after the query's own step.
+    ``None`` when nothing is masked.
+    """
+    allowed = None
+    if memory_sequence_length is not None:
+        allowed = sequence_mask(memory_sequence_length, memory_time)[:, None, None, :]
+    if causal:
+        rows = ops.arange(query_time, dtype="int32")[:, None]
+        cols = ops.arange(memory_time, dtype="int32")[None, :]
+        future = (cols <= rows)[None, None, :, :]
+        allowed = future if allowed is None else ops.logical_and(allowed, future)
+    if allowed is None:
+        return None
+    return ops.where(allowed, 0.0, _MASK_BIAS)
+
+
+class MultiHeadAttention(ModuleBase):
+    """Multi-head scaled dot-product attention (Vaswani et al., 2017).
+
+    Call arguments:
+        queries: ``[batch, query_time, input_dim]``.
+        memory: ``[batch, memory_time, memory_dim]`` to attend to; ``None`` for self-attention.
+        memory_sequence_length: ``[batch]`` valid lengths of the memory (of the queries, for
+            self-attention); ``None`` when nothing is padded.
+        causal: if true, step ``t`` attends only to memory steps ``<= t`` (decoder
+            self-attention).
+        training: Keras' training flag (attention dropout applies only in training).
+
+    Returns:
+        ``[batch, query_time, output_dim]`` in the layer's compute dtype.
+
+    The four projections are Dense layers named ``query``, ``key``, ``value`` and ``output``
+    (kernels ``[in, out]``), the layout checkpoint name tables refer to.
+    """
+
+    HPARAMS_DOC = {
+        "num_units": "Total size of the query/key/value projections (all heads together).",
+        "num_heads": "Number of heads; must divide num_units.",
+        "output_dim": "Size of the output projection.",
+        "dropout_rate": "Dropout rate on the attention weights, in training only.",
+        "use_bias": "Whether the four projections have biases.",
+        "initializer": "Kernel initializer ({type, kwargs}); None uses Keras' default.",
+        "name": "Layer name.",
+    }
+
+    def __init__(self, hparams: Any = None, **kwargs: Any):
+        super().__init__(hparams, **kwargs)
+        hp = self.hparams
+        if hp.num_heads < 1 or hp.num_units % hp.num_heads:
+            raise HParamsError(
+                f"num_heads={hp.num_heads} must be positive and divide num_units={hp.num_units}",
+                "num_heads",
+            )
+        if not 0.0 <= hp.dropout_rate < 1.0:
+            raise HParamsError(f"expected a rate in [0, 1), got {hp.dropout_rate}", "dropout_rate")
+        dense = {
+            "use_bias": hp.use_bias,
+            "dtype": self.dtype_policy,
+        }
+        initializer = get_initializer(hp.initializer)
+        if initializer is not None:
+            dense["kernel_initializer"] = initializer
+        self.query = keras.layers.Dense(hp.num_units, name="query", **dense)
+        self.key = keras.layers.Dense(hp.num_units, name="key", **dense)
+        self.value = keras.layers.Dense(hp.num_units, name="value", **dense)
+        self.output_dense = keras.layers.Dense(hp.output_dim, name="output", **dense)
+        self.seed_generator = keras.random.SeedGenerator() if hp.dropout_rate > 0 else None
+
+    @classmethod
+    def default_hparams(cls) -> dict:
+        return {
+            "num_units": 512,
+            "num_heads": 8,
+            "output_dim": 512,
+            "dropout_rate": 0.1,
+            "use_bias": True,
+            "initializer": None,
+            "name": "multihead_attention",
+        }
+
+    def build(self, queries_shape: Any, memory_shape: Any = None, *args: Any, **kw: Any) -> None:
+        memory_shape = queries_shape if memory_shape is None else memory_shape
+        self.query.build(queries_shape)
+        self.key.build(memory_shape)
+        self.value.build(memory_shape)
+        self.output_dense.build((*queries_shape[:-1], self.hparams.num_units))
+        self.built = True
+
+    def _split_heads(self, x: Any) -> Any:
+        batch, time = ops.shape(x)[0], ops.shape(x)[1]
+        heads = self.hparams.num_heads
+        x = ops.reshape(x, (batch, time, heads, self.hparams.num_units // heads))
+        return ops.transpose(x, (0, 2, 1, 3))
+
+    def call(
+        self,
+        queries: Any,
+        memory: Any = None,
+        memory_sequence_length: Any = None,
+        causal: bool = False,
+        training: Any = None,
+    ) -> Any:
+        memory = queries if memory is None else memory
+        hp = self.hparams
+        depth = hp.num_units // hp.num_heads
+        q = self._split_heads(self.query(queries)) * ops.cast(depth**-0.5, self.compute_dtype)
+        k = self._split_heads(self.key(memory))
+        v = self._split_heads(self.value(memory))
+        scores = ops.cast(ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))), "float32")
+        bias = attention_bias(
+            ops.shape(queries)[1], ops.shape(memory)[1], memory_sequence_length, causal
+        )
+        if bias is not None:
+            scores = scores + bias
+        weights = ops.softmax(scores, axis=-1)
+        if training and hp.dropout_rate > 0:
+            weights = keras.random.dropout(weights, hp.dropout_rate, seed=self.seed_generator)
+        context = ops.matmul(ops.cast(weights, self.compute_dtype), v)
+        batch, time = ops.shape(queries)[0], ops.shape(queries)[1]
+        context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (batch, time, hp.num_units))
+        return self.output_dense(context)
+
+    def compute_output_shape(self, queries_shape: Any, *args: Any, **kwargs: Any) -> Any:
+        return (*queries_shape[:-1], self.hparams.output_dim)

@@ -1,0 +1,181 @@
+"""Classifiers: BERTClassifier (sequence classification and token tagging on a BERT encoder)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import keras
+from keras import ops
+
+from texkit.core.attention import sequence_mask
+from texkit.core.layers import MaskedMeanPooling
+from texkit.hparams import HParamsError
+from texkit.modules.base import ModuleBase
+from texkit.modules.encoders.bert_encoder import BERTEncoder
+
+__all__ = ["BERTClassifier"]
+
+_STRATEGIES = ("cls_time", "mean_time", "all_time", "time_wise")
+
+
+def _encoder_doc() -> dict:
+    return {f"encoder.{k}": v for k, v in BERTEncoder.HPARAMS_DOC.items()}
+
+
+def _encoder_defaults() -> dict:
+    return BERTEncoder.default_hparams()
+
+
+class BERTClassifier(ModuleBase):
+    """A classifier on a BERT encoder: sequence classification or per-token tagging.
+
+    ``clas_strategy`` picks what is classified:
+
+    * ``cls_time``: the pooled output (the pooler on the first, ``[CLS]``, token), as in BERT.
+    * ``mean_time``: the mean of the outputs over the valid steps (sentence-embedding models
+      such as all-MiniLM-L6-v2 were trained with this pooling).
+    * ``all_time``: all outputs, padded to ``max_seq_length`` with zeros and concatenated.
+    * ``time_wise``: every step on its own: token tagging (e.g. named entities). Logits and
+      predictions then have a time axis.
+
+    Dropout (``dropout``) precedes the output layer. With ``num_classes: 1`` the logits lose
+    their class axis and the predictions are ``logits > 0`` (binary).
+
+    Call arguments:
+        input_ids, sequence_length, segment_ids, training: as for
+            :class:`~texkit.modules.BERTEncoder`.
+
+    Returns:
+        ``(logits, preds)``: ``[batch, num_classes]`` float and ``[batch]`` int32 predictions
+        (``time_wise``: ``[batch, time, num_classes]`` and ``[batch, time]``).
+
+    Build one on a pretrained encoder with :meth:`from_pretrained`.
+    """
+
+    HPARAMS_DOC = {
+        **_encoder_doc(),
+        "num_classes": "Number of classes (1: a single binary logit).",
+        "clas_strategy": "'cls_time', 'mean_time', 'all_time' or 'time_wise' (see above).",
+        "max_seq_length": "Static input length; required by 'all_time', else unused.",
+        "dropout": "Dropout rate before the output layer.",
+        "name": "Layer name.",
+    }
+
+    def __init__(self, hparams: Any = None, **kwargs: Any):
+        super().__init__(hparams, **kwargs)
+        hp = self.hparams
+        if hp.clas_strategy not in _STRATEGIES:
+            raise HParamsError(
+                f"expected one of {_STRATEGIES}, got {hp.clas_strategy!r}", "clas_strategy"
+            )
+        if (
+            isinstance(hp.num_classes, bool)
+            or not isinstance(hp.num_classes, int)
+            or (hp.num_classes < 1)
+        ):
+            raise HParamsError(f"expected a positive int, got {hp.num_classes!r}", "num_classes")
+        if hp.clas_strategy == "all_time" and not hp.max_seq_length:
+            raise HParamsError("clas_strategy 'all_time' needs max_seq_length", "max_seq_length")
+        if not 0.0 <= hp.dropout < 1.0:
+            raise HParamsError(f"expected a rate in [0, 1), got {hp.dropout}", "dropout")
+        self.encoder = BERTEncoder(hp.encoder, dtype=self.dtype_policy)
+        self.pooling = MaskedMeanPooling(dtype=self.dtype_policy)
+        self.logits_layer = keras.layers.Dense(
+            hp.num_classes,
+            kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=hp.encoder.initializer_range
+            ),
+            name="logits",
+            dtype=self.dtype_policy,
+        )
+        self.seed_generator = keras.random.SeedGenerator() if hp.dropout > 0 else None
+
+    @classmethod
+    def default_hparams(cls) -> dict:
+        return {
+            "encoder": _encoder_defaults(),
+            "num_classes": 2,
+            "clas_strategy": "cls_time",
+            "max_seq_length": None,
+            "dropout": 0.1,
+            "name": "bert_classifier",
+        }
+
+    @classmethod
+    def from_pretrained(
+        cls, path: str | os.PathLike, hparams: Any = None, **kwargs: Any
+    ) -> BERTClassifier:
+        """A classifier whose encoder is built from a BERT checkpoint folder and loaded from it.
+
+        ``hparams["encoder"]`` may override dropout rates; architecture values that contradict
+        the checkpoint's config are an error. The output layer starts from random weights.
+        """
+        from texkit.pretrained import bert
+
+        hparams = dict(hparams.todict() if hasattr(hparams, "todict") else hparams or {})
+        config = bert.read_bert_config(path)
+        hparams["encoder"] = bert.merge_user_hparams(config, hparams.get("encoder"), path)
+        classifier = cls(hparams, **kwargs)
+        bert.load_bert_checkpoint(classifier, path)
+        return classifier
+
+    def build(self, input_ids_shape: Any, *args: Any, **kwargs: Any) -> None:
+        hidden = self.hparams.encoder.hidden_size
+        self.encoder.build(input_ids_shape)
+        width = hidden
+        if self.hparams.clas_strategy == "all_time":
+            width = hidden * self.hparams.max_seq_length
+        self.logits_layer.build((None, width))
+        self.built = True
+
+    def call(
+        self,
+        input_ids: Any,
+        sequence_length: Any = None,
+        segment_ids: Any = None,
+        training: Any = None,
+    ) -> tuple[Any, Any]:
+        hp = self.hparams
+        outputs, pooled = self.encoder(
+            input_ids, sequence_length=sequence_length, segment_ids=segment_ids, training=training
+        )
+        time = ops.shape(outputs)[1]
+        if sequence_length is None:
+            sequence_length = ops.full((ops.shape(outputs)[0],), time, dtype="int32")
+        strategy = hp.clas_strategy
+        if strategy == "cls_time":
+            features = pooled
+        elif strategy == "mean_time":
+            features = self.pooling(outputs, sequence_length)
+        else:
+            mask = ops.cast(sequence_mask(sequence_length, time), outputs.dtype)
+            features = outputs * mask[:, :, None]
+            if strategy == "all_time":
+                features = self._flatten(features, input_ids)
+        if training and hp.dropout > 0:
+            features = keras.random.dropout(features, hp.dropout, seed=self.seed_generator)
+        logits = self.logits_layer(features)
+        if hp.num_classes == 1:
+            logits = ops.squeeze(logits, -1)
+            preds = ops.cast(logits > 0, "int32")
+        else:
+            preds = ops.cast(ops.argmax(logits, axis=-1), "int32")
+        return logits, preds
+
+    def _flatten(self, features: Any, input_ids: Any) -> Any:
+        limit = self.hparams.max_seq_length
+        time = input_ids.shape[1]
+        if time is not None and time > limit:
+            raise ValueError(
+                f"{self.name}: inputs have {time} steps, more than max_seq_length={limit}"
+            )
+        features = ops.pad(features, [[0, 0], [0, limit - ops.shape(features)[1]], [0, 0]])
+        return ops.reshape(features, (-1, limit * self.hparams.encoder.hidden_size))
+
+    def compute_output_shape(self, input_ids_shape: Any, *args: Any, **kwargs: Any) -> Any:
+        batch = input_ids_shape[0]
+        classes = () if self.hparams.num_classes == 1 else (self.hparams.num_classes,)
+        if self.hparams.clas_strategy == "time_wise":
+            return (batch, input_ids_shape[1], *classes), (batch, input_ids_shape[1])
+        return (batch, *classes), (batch,)

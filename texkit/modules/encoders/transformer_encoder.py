@@ -1,0 +1,206 @@
+"""TransformerEncoder: a stack of self-attention and feed-forward blocks.
+
+Each block is multi-head self-attention followed by a position-wise feed-forward network
+``dense_2(activation(dense_1(x)))``, each sub-layer with dropout and a residual connection, in one
+of two orders:
+
+* ``norm: post`` (Vaswani et al., 2017; BERT): ``x = LayerNorm(x + Dropout(sublayer(x)))``. The
+  inputs are layer-normalized once before the first block, as BERT normalizes its embeddings.
+* ``norm: pre`` (the order most recent models train with): ``x = x + Dropout(sublayer(
+  LayerNorm(x)))``, with one more layer norm after the last block.
+
+Dropout on the inputs (``embedding_dropout``) comes first in both orders, after the input layer
+norm of the post-norm order. Layer norm and the attention softmax run in float32.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+
+from texkit.core.attention import MultiHeadAttention
+from texkit.core.layers import get_activation, get_initializer
+from texkit.hparams import HParamsError
+from texkit.modules.base import ModuleBase
+
+__all__ = ["TransformerEncoder"]
+
+_NORMS = ("pre", "post")
+
+
+def _layer_norm(epsilon: float, name: str, dtype: Any) -> keras.layers.LayerNormalization:
+    return keras.layers.LayerNormalization(epsilon=epsilon, name=name, dtype=dtype)
+
+
+def _dropout(x: Any, rate: float, training: Any, seed: Any) -> Any:
+    if training and rate > 0:
+        return keras.random.dropout(x, rate, seed=seed)
+    return x
+
+
+class _EncoderBlock(keras.layers.Layer):
+    """One self-attention + feed-forward block; built and configured by its TransformerEncoder."""
+
+    def __init__(self, hparams: Any, initializer: Any, norm: str, **kwargs: Any):
+        super().__init__(**kwargs)
+        hp = hparams
+        attention = {
+            **hp.multihead_attention.todict(),
+            "num_units": hp.multihead_attention.num_units or hp.dim,
+            "output_dim": hp.dim,
+            "initializer": hp.multihead_attention.initializer or hp.initializer,
+            "name": "self_attention",
+        }
+        dense = {"dtype": self.dtype_policy}
+        if initializer is not None:
+            dense["kernel_initializer"] = initializer
+        ffn = hp.poswise_feedforward
+        self.norm = norm
+        self.residual_dropout = hp.residual_dropout
+        self.self_attention = MultiHeadAttention(attention, dtype=self.dtype_policy)
+        self.attention_norm = _layer_norm(
+            hp.layer_norm_epsilon, "attention_norm", self.dtype_policy
+        )
+        self.ffn_inner = keras.layers.Dense(
+            ffn.dim, activation=get_activation(ffn.activation), name="ffn_inner", **dense
+        )
+        self.ffn_output = keras.layers.Dense(hp.dim, name="ffn_output", **dense)
+        self.ffn_norm = _layer_norm(hp.layer_norm_epsilon, "ffn_norm", self.dtype_policy)
+        self.seed_generator = keras.random.SeedGenerator() if self.residual_dropout > 0 else None
+
+    def build(self, inputs_shape: Any) -> None:
+        self.self_attention.build(inputs_shape)
+        self.attention_norm.build(inputs_shape)
+        self.ffn_inner.build(inputs_shape)
+        self.ffn_output.build((*inputs_shape[:-1], self.ffn_inner.units))
+        self.ffn_norm.build(inputs_shape)
+        self.built = True
+
+    def call(self, x: Any, sequence_length: Any = None, training: Any = None) -> Any:
+        rate, seed = self.residual_dropout, self.seed_generator
+        if self.norm == "post":
+            y = self.self_attention(x, memory_sequence_length=sequence_length, training=training)
+            x = self.attention_norm(x + _dropout(y, rate, training, seed))
+            y = self.ffn_output(self.ffn_inner(x))
+            return self.ffn_norm(x + _dropout(y, rate, training, seed))
+        y = self.self_attention(
+            self.attention_norm(x), memory_sequence_length=sequence_length, training=training
+        )
+        x = x + _dropout(y, rate, training, seed)
+        y = self.ffn_output(self.ffn_inner(self.ffn_norm(x)))
+        return x + _dropout(y, rate, training, seed)
+
+
+class TransformerEncoder(ModuleBase):
+    """The Transformer encoder (Vaswani et al., 2017), in pre-norm or post-norm (BERT) order.
+
+    Call arguments:
+        inputs: ``[batch, time, dim]`` embedded inputs (word plus position embeddings).
+        sequence_length: ``[batch]`` valid lengths; padded steps are masked out of attention and
+            never change the outputs at valid steps. ``None``: nothing is padded.
+        training: Keras' training flag (dropout applies only in training).
+
+    Returns:
+        ``[batch, time, dim]`` in the layer's compute dtype. Outputs at padded steps are
+        computed but meaningless.
+
+    Example:
+        >>> encoder = TransformerEncoder({"dim": 64, "num_blocks": 2,
+        ...     "multihead_attention": {"num_heads": 4}, "poswise_feedforward": {"dim": 128}})
+        >>> encoder(tf.zeros([2, 7, 64]), sequence_length=tf.constant([7, 3])).shape
+        TensorShape([2, 7, 64])
+    """
+
+    HPARAMS_DOC = {
+        "dim": "Model size: of the inputs, of every block and of the outputs.",
+        "num_blocks": "Number of blocks.",
+        "multihead_attention.num_heads": "Number of attention heads.",
+        "multihead_attention.num_units": "Attention projection size; None means dim.",
+        "multihead_attention.dropout_rate": "Dropout on the attention weights.",
+        "multihead_attention.use_bias": "Whether the attention projections have biases.",
+        "multihead_attention.initializer": "Attention kernel initializer; None: `initializer`.",
+        "poswise_feedforward.dim": "Inner size of the feed-forward network.",
+        "poswise_feedforward.activation": (
+            "Activation of the feed-forward network: a registered name ('relu', 'gelu' is the "
+            "exact erf form) or {type, kwargs}."
+        ),
+        "embedding_dropout": "Dropout on the inputs.",
+        "residual_dropout": "Dropout on each sub-layer's output, before the residual sum.",
+        "norm": "'post' (BERT: add, then layer norm) or 'pre' (layer norm, then sub-layer).",
+        "layer_norm_epsilon": "Epsilon of every layer norm.",
+        "initializer": "Kernel initializer of every dense layer ({type, kwargs}); None: Keras'.",
+        "name": "Layer name.",
+    }
+
+    def __init__(self, hparams: Any = None, **kwargs: Any):
+        super().__init__(hparams, **kwargs)
+        hp = self.hparams
+        if hp.norm not in _NORMS:
+            raise HParamsError(f"expected one of {_NORMS}, got {hp.norm!r}", "norm")
+        for key in ("dim", "num_blocks"):
+            if hp[key] < 1:
+                raise HParamsError(f"expected a positive int, got {hp[key]}", key)
+        for key in ("embedding_dropout", "residual_dropout"):
+            if not 0.0 <= hp[key] < 1.0:
+                raise HParamsError(f"expected a rate in [0, 1), got {hp[key]}", key)
+        initializer = get_initializer(hp.initializer)
+        self.input_norm = None
+        if hp.norm == "post":
+            self.input_norm = _layer_norm(hp.layer_norm_epsilon, "input_norm", self.dtype_policy)
+        self.blocks = [
+            _EncoderBlock(hp, initializer, hp.norm, name=f"block_{i}", dtype=self.dtype_policy)
+            for i in range(hp.num_blocks)
+        ]
+        self.output_norm = None
+        if hp.norm == "pre":
+            self.output_norm = _layer_norm(hp.layer_norm_epsilon, "output_norm", self.dtype_policy)
+        self.seed_generator = keras.random.SeedGenerator() if hp.embedding_dropout > 0 else None
+
+    @classmethod
+    def default_hparams(cls) -> dict:
+        return {
+            "dim": 512,
+            "num_blocks": 6,
+            "multihead_attention": {
+                "num_heads": 8,
+                "num_units": None,
+                "dropout_rate": 0.1,
+                "use_bias": True,
+                "initializer": None,
+            },
+            "poswise_feedforward": {"dim": 2048, "activation": "relu"},
+            "embedding_dropout": 0.1,
+            "residual_dropout": 0.1,
+            "norm": "pre",
+            "layer_norm_epsilon": 1e-6,
+            "initializer": {
+                "type": "VarianceScaling",
+                "kwargs": {"scale": 1.0, "mode": "fan_avg", "distribution": "uniform"},
+            },
+            "name": "transformer_encoder",
+        }
+
+    def build(self, inputs_shape: Any, *args: Any, **kwargs: Any) -> None:
+        if inputs_shape[-1] != self.hparams.dim:
+            raise ValueError(
+                f"{self.name}: inputs have size {inputs_shape[-1]}, expected dim={self.hparams.dim}"
+            )
+        for layer in [self.input_norm, *self.blocks, self.output_norm]:
+            if layer is not None:
+                layer.build(inputs_shape)
+        self.built = True
+
+    def call(self, inputs: Any, sequence_length: Any = None, training: Any = None) -> Any:
+        x = inputs
+        if self.input_norm is not None:
+            x = self.input_norm(x)
+        x = _dropout(x, self.hparams.embedding_dropout, training, self.seed_generator)
+        for block in self.blocks:
+            x = block(x, sequence_length=sequence_length, training=training)
+        if self.output_norm is not None:
+            x = self.output_norm(x)
+        return x
+
+    def compute_output_shape(self, inputs_shape: Any, *args: Any, **kwargs: Any) -> Any:
+        return inputs_shape
