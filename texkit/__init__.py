@@ -9,7 +9,7 @@ import os
 # texkit runs on Keras' TensorFlow backend; pick it unless the user already chose.
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-from texkit import core, modules, pretrained, registry, run  # noqa: E402
+from texkit import core, data, modules, pretrained, registry, run  # noqa: E402
 from texkit.hparams import HParams, HParamsError, apply_overrides  # noqa: E402
 
 __version__ = "0.1.0"
@@ -19,6 +19,7 @@ __all__ = [
     "HParamsError",
     "apply_overrides",
     "core",
+    "data",
     "modules",
     "pretrained",
     "registry",

@@ -445,13 +445,16 @@ def _parts(model: Any) -> tuple[Any, dict[str, Any]]:
 
 
 def _ensure_built(model: Any, encoder: Any, heads: Mapping[str, Any]) -> None:
+    """Creates the weights to load into. A model is built whole (``build((None, None))`` on
+    ``input_ids`` shapes), so that no weight of it appears later, e.g. after an optimizer
+    has been built for its variables."""
+    if not model.built:
+        model.build((None, None))
     if not encoder.built:
         encoder.build((None, None))
     for head in heads.values():
         if not head.built:
             head.build((None, None, encoder.hparams.hidden_size))
-    if not model.built:
-        model.built = True
 
 
 def _to_keras_layout(value: np.ndarray, layout: str, fmt: str) -> np.ndarray:

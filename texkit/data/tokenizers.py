@@ -1,0 +1,648 @@
+"""BERT's WordPiece tokenizer in the TensorFlow graph, with the reference tokenizer's ids.
+
+:class:`BERTTokenizer` turns raw strings into wordpiece ids and packs them into BERT's
+``[CLS] A [SEP] B [SEP]`` inputs with static shapes. Every step is a TensorFlow op, so it runs in
+eager mode, inside ``tf.function`` and in ``tf.data`` pipelines, and it can be exported with a
+model for serving raw text (the tokenizer holds constants only, no lookup-table resources).
+
+The reference is the original BERT tokenizer as Hugging Face ships it in pure Python
+(``transformers.BertTokenizer`` before 5.0, ``BertTokenizerLegacy`` since): clean the text
+(delete NUL, U+FFFD and every character of Unicode category C* except tab, newline and carriage
+return; turn whitespace into spaces), put spaces around CJK ideographs, NFC-normalize, split on
+whitespace, lowercase with Python's ``str.lower`` and strip accents (NFD, then drop category Mn)
+when ``lowercase``, split off punctuation (ASCII symbols and category P*), then WordPiece
+(greedy longest match first; a word of more than 100 characters, or one that cannot be covered by
+the vocabulary, becomes a single ``[UNK]``).
+
+Why not ``tf_text.FastBertTokenizer`` or ``tf_text.BertTokenizer``
+------------------------------------------------------------------
+Both were compared with the reference on hard text, with the real all-MiniLM-L6-v2 vocabulary
+and with one holding every character. Both differ from it (on 2 of the 26 texts of
+``tests/fixtures/minilm/reference.json``; on about a fifth of 178,000 strings made to probe every
+code point), for the same reasons: they normalize with ICU's ``NFKC_Casefold`` and treat
+control characters and long words their own way:
+
+* compatibility characters are folded: ``"ﬁ"``, ``"①"``, ``"Ⅻ"``, ``"½"``, full-width ``"ＡＢＣ"``,
+  the Kangxi radical ``"⼀"``, math letters ``"𝐀"`` become ``fi``, ``1``, ``xii``, ``1⁄2``,
+  ``abc``, ``一``, ``a``; the reference keeps them (its own entry, or ``[UNK]``);
+* ``"ß"`` becomes ``ss`` and a word-final ``"Σ"`` becomes ``σ``, where Python's ``str.lower``
+  keeps ``ß`` and writes the final ``ς``;
+* control characters become word breaks (``"line\\x07bell"``: ``line``, ``bell``) where the
+  reference deletes them (``line``, ``##bell``); private-use characters and U+FFFD are kept (and
+  turn their word into ``[UNK]``) where the reference deletes them;
+* the word limit counts 100 bytes, not 100 characters, so a 60-letter Cyrillic word is
+  ``[UNK]``.
+
+So texkit does what the reference does, in the graph: one pass maps every code point through a
+table computed (once per process) from Python's own ``unicodedata`` and ``str.lower``, the
+functions the reference calls, so the two agree by construction, Unicode version included; a
+regular expression reproduces the final-sigma rule of ``str.lower``; ``tf.strings.split`` splits
+the words; ``tf_text.FastWordpieceTokenizer`` (``no_pretokenization=True``: WordPiece only, the
+linear-time equivalent of greedy longest-match-first) makes the wordpieces. On the 178,000
+strings above this gives the reference's ids in both modes without exception. The price is speed:
+about 5 to 8 times slower than ``FastBertTokenizer`` alone (some 0.5 million tokens a second on
+one CPU core), still far more than a training step needs.
+
+Cased vocabularies (``lowercase=False``) keep case and accents, as the original: no accent is
+stripped, the text is only cleaned, NFC-normalized and split.
+
+Known differences from the reference, all deliberate or negligible:
+
+* The strings ``"[CLS]"``, ``"[SEP]"``, ``"[MASK]"``... inside a text are ordinary text here
+  (``[``, ``cls``, ``]``), as in Google's original tokenizer and KerasHub; Hugging Face turns them
+  into the special ids, which lets raw input forge segment boundaries.
+* Google's original tokenizer deletes only categories Cc and Cf (Hugging Face: all of C*), does
+  not NFC-normalize and allows 200-character words; texkit follows Hugging Face (the
+  ``max_chars_per_word`` argument sets the limit).
+* In cased mode NFC runs on ICU's Unicode version, which may differ from Python's for characters
+  newer than both.
+* Bytes that are not UTF-8 are read as U+FFFD, which the cleaning step deletes.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+__all__ = ["BERTTokenizer"]
+
+CLS_TOKEN = "[CLS]"
+SEP_TOKEN = "[SEP]"
+PAD_TOKEN = "[PAD]"
+UNK_TOKEN = "[UNK]"
+MASK_TOKEN = "[MASK]"
+SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
+
+_SIGMA, _FINAL_SIGMA = "\u03a3", "\u03c2"
+_KEEP = -1  # in a table row: "the input code point itself"
+
+
+# --- the reference's character classes ---------------------------------------------------------
+
+
+def _is_punctuation(char: str) -> bool:
+    """BERT's punctuation: every ASCII symbol, and Unicode category P*."""
+    cp = ord(char)
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def _is_cjk(cp: int) -> bool:
+    """BERT's "Chinese character": the CJK Unified and Compatibility Ideographs blocks."""
+    return (
+        0x4E00 <= cp <= 0x9FFF
+        or 0x3400 <= cp <= 0x4DBF
+        or 0x20000 <= cp <= 0x2A6DF
+        or 0x2A700 <= cp <= 0x2B73F
+        or 0x2B740 <= cp <= 0x2B81F
+        or 0x2B820 <= cp <= 0x2CEAF
+        or 0xF900 <= cp <= 0xFAFF
+        or 0x2F800 <= cp <= 0x2FA1F
+    )
+
+
+_NUM_CODE_POINTS = 0x110000
+
+
+@functools.lru_cache(maxsize=1)
+def _deleted() -> np.ndarray:
+    """[code point] bool: removed by the reference's cleaning step.
+
+    NUL, U+FFFD and category C* (control, format, surrogate, private use, unassigned), but tab,
+    newline and carriage return, which are whitespace.
+    """
+    categories = (unicodedata.category(chr(cp)) for cp in range(_NUM_CODE_POINTS))
+    deleted = np.fromiter((category[0] == "C" for category in categories), bool, _NUM_CODE_POINTS)
+    deleted[[0x09, 0x0A, 0x0D]] = False
+    deleted[[0x00, 0xFFFD]] = True
+    return deleted
+
+
+def _char_output(cp: int, lowercase: bool) -> str:
+    """What the reference makes of one code point it keeps, with spaces where it splits words.
+
+    In cased mode NFC and the punctuation split depend on neighbours and run on the whole text
+    (:meth:`BERTTokenizer._normalize`); lowercasing ends with NFD, which makes a per-character
+    mapping exact (``NFD(NFC(x)) == NFD(x)``) but for the final sigma, which
+    :func:`_final_sigma_pattern` handles.
+    """
+    char = chr(cp)
+    if char.isspace():  # \t \n \r, Zs, and the Zl/Zp that Python's str.split() splits on
+        return " "
+    if lowercase:
+        text = unicodedata.normalize("NFD", unicodedata.normalize("NFC", char).lower())
+        text = "".join(
+            " " if c.isspace() else f" {c} " if _is_punctuation(c) else c
+            for c in text
+            if unicodedata.category(c) != "Mn"
+        )
+    else:
+        text = char
+    return f" {text} " if _is_cjk(cp) else text
+
+
+def _char_class(ranges: Sequence[tuple[int, int]]) -> str:
+    """An RE2 character class matching the given inclusive code point ranges."""
+    parts = [f"\\x{{{a:X}}}" if a == b else f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in ranges]
+    return "[" + "".join(parts) + "]"
+
+
+def _ranges(mask: np.ndarray) -> list[tuple[int, int]]:
+    """Inclusive ``(first, last)`` ranges of the code points where ``mask`` is true."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(np.int8), [0]])))
+    return [(int(a), int(b) - 1) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+
+
+@dataclass(frozen=True)
+class _Tables:
+    """Per-code-point normalization, as sorted ranges that each point to a row of output.
+
+    A code point ``cp`` in ``[range_starts[i], range_starts[i + 1])`` becomes the code points of
+    row ``range_rows[i]`` (``row_values[row_splits[r]:row_splits[r + 1]]``), where ``_KEEP``
+    stands for ``cp`` itself.
+    """
+
+    range_starts: np.ndarray
+    range_rows: np.ndarray
+    row_splits: np.ndarray
+    row_values: np.ndarray
+    final_sigma_pattern: str | None  # lowercase only
+    punctuation_pattern: str | None  # cased only
+
+
+@functools.lru_cache(maxsize=2)
+def _unicode_tables(lowercase: bool) -> _Tables:
+    rows: dict[tuple[int, ...], int] = {(_KEEP,): 0, (): 1}
+    range_starts, range_rows = [], []
+    for cp, deleted in enumerate(_deleted().tolist()):
+        if deleted:
+            row_id = 1  # most code points (unassigned, private use): the fast path
+        else:
+            out = _char_output(cp, lowercase)
+            if out == chr(cp):
+                row = (_KEEP,)
+            elif out == f" {chr(cp)} " and _is_cjk(cp):
+                row = (32, _KEEP, 32)
+            else:
+                row = tuple(ord(c) for c in out)
+            row_id = rows.setdefault(row, len(rows))
+        if not range_rows or range_rows[-1] != row_id:
+            range_starts.append(cp)
+            range_rows.append(row_id)
+    row_lengths = [len(row) for row in rows]
+    row_values = [value for row in rows for value in row]
+
+    sigma = punctuation = None
+    if lowercase:
+        sigma = _final_sigma_pattern()
+    else:
+        is_punct = np.zeros(_NUM_CODE_POINTS, bool)
+        for cp in np.flatnonzero(~_deleted()).tolist():
+            is_punct[cp] = _is_punctuation(chr(cp))
+        punctuation = "(" + _char_class(_ranges(is_punct)) + ")"
+    return _Tables(
+        range_starts=np.array(range_starts, np.int32),
+        range_rows=np.array(range_rows, np.int32),
+        row_splits=np.concatenate([[0], np.cumsum(row_lengths)]).astype(np.int32),
+        row_values=np.array(row_values, np.int32),
+        final_sigma_pattern=sigma,
+        punctuation_pattern=punctuation,
+    )
+
+
+def _final_sigma_pattern() -> str:
+    """An RE2 pattern for a capital sigma that Python's ``str.lower`` writes as final ``ς``.
+
+    CPython: ``Σ`` is final when the nearest character before it that is not case-ignorable is
+    cased, and no cased character follows after case-ignorable ones. Python does not expose the
+    two properties, so each code point is classified by how ``str.lower`` treats a sigma next to
+    it. Characters the cleaning step deletes are skipped like case-ignorable ones (the reference
+    lowercases after deleting them).
+    """
+    cased = np.zeros(_NUM_CODE_POINTS, bool)
+    skipped = _deleted().copy()
+    for cp in np.flatnonzero(~skipped).tolist():
+        char = chr(cp)
+        if ("A" + _SIGMA + char).lower()[1] != _FINAL_SIGMA:
+            cased[cp] = True  # cased, and not skipped as case-ignorable
+        elif ("A" + _SIGMA + char + "A").lower()[1] != _FINAL_SIGMA:
+            skipped[cp] = True  # case-ignorable
+    before = _char_class(_ranges(cased))
+    skip = _char_class(_ranges(skipped))
+    stop = _char_class(_ranges(~(cased | skipped)))
+    return f"({before}{skip}*){_SIGMA}({skip}*(?:{stop}|$))"
+
+
+# --- vocabulary --------------------------------------------------------------------------------
+
+
+def _read_vocab(vocab_file: str) -> list[str]:
+    """The tokens of a BERT ``vocab.txt``, one per line; the line number (from 0) is the id."""
+    if not tf.io.gfile.exists(vocab_file):
+        raise FileNotFoundError(f"BERTTokenizer: vocab_file {vocab_file!r} does not exist")
+    if tf.io.gfile.isdir(vocab_file):
+        raise IsADirectoryError(
+            f"BERTTokenizer: vocab_file {vocab_file!r} is a folder; give its vocab.txt, or use "
+            "BERTTokenizer.from_pretrained(folder)"
+        )
+    with tf.io.gfile.GFile(vocab_file, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"BERTTokenizer: vocab_file {vocab_file!r} is not UTF-8 ({e})") from None
+    tokens = text.split("\n")
+    if tokens and tokens[-1] == "":
+        tokens.pop()  # the final newline
+    tokens = [token.removesuffix("\r") for token in tokens]
+    first_line: dict[str, int] = {}
+    for line, token in enumerate(tokens, start=1):
+        if not token.strip():
+            raise ValueError(
+                f"BERTTokenizer: vocab_file {vocab_file!r} line {line} is empty; "
+                "every line must hold one token"
+            )
+        if token in first_line:
+            raise ValueError(
+                f"BERTTokenizer: vocab_file {vocab_file!r} line {line} repeats the token "
+                f"{token!r} of line {first_line[token]}"
+            )
+        first_line[token] = line
+    for token in SPECIAL_TOKENS:
+        if token not in first_line:
+            raise ValueError(
+                f"BERTTokenizer: vocab_file {vocab_file!r} has no {token} token; a BERT "
+                f"vocabulary needs all of {', '.join(SPECIAL_TOKENS)}"
+            )
+    return tokens
+
+
+def _as_batch(texts: Any, name: str) -> tuple[tf.Tensor, bool]:
+    """``texts`` as a [batch] string tensor, and whether it was a single (scalar) string."""
+    texts = tf.convert_to_tensor(texts, dtype=tf.string)
+    rank = texts.shape.rank
+    if rank == 0:
+        return texts[tf.newaxis], True
+    if rank != 1:
+        raise ValueError(
+            f"BERTTokenizer: {name} must be a string or a [batch] of strings, got shape "
+            f"{texts.shape}"
+        )
+    return texts, False
+
+
+class BERTTokenizer(tf.Module):
+    """BERT's WordPiece tokenizer and input packing, in the TensorFlow graph.
+
+    Gives the ids of the original BERT tokenizer (see the module docstring for how and for the
+    few known differences) and packs them as ``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]``,
+    padded to a static ``max_seq_length`` (what XLA and TPUs need).
+
+    Args:
+        vocab_file: Path of a BERT ``vocab.txt`` (one token per line, the line number from 0 is
+            the id; local or any ``tf.io.gfile`` path). It must hold ``[PAD]``, ``[UNK]``,
+            ``[CLS]``, ``[SEP]`` and ``[MASK]`` and no token twice.
+        lowercase: ``True`` for uncased models (lowercase and strip accents), ``False`` for
+            cased ones (keep case and accents). Must match the checkpoint.
+        max_seq_length: Length of :meth:`encode`'s outputs, special tokens included: at least 2
+            (at least 3 to encode pairs).
+        max_chars_per_word: A word longer than this (in characters, after the text is cleaned
+            and split) becomes one ``[UNK]``. 100 as in Hugging Face; Google's original used 200.
+        name: Name of the ``tf.Module``.
+
+    Example:
+        >>> tokenizer = tx.data.BERTTokenizer("uncased_L-12_H-768_A-12/vocab.txt")
+        >>> tokenizer.tokenize(["Hello, world!"])  # <tf.RaggedTensor [[7592, 1010, 2088, 999]]>
+        >>> features = tokenizer.encode(["How old are you?"], ["I am six."])
+        >>> features["input_ids"].shape  # [1, 128]
+        >>> dataset = tf.data.Dataset.from_tensor_slices(texts).map(tokenizer.encode)
+    """
+
+    def __init__(
+        self,
+        vocab_file: str,
+        lowercase: bool = True,
+        max_seq_length: int = 128,
+        max_chars_per_word: int = 100,
+        name: str = "bert_tokenizer",
+    ):
+        super().__init__(name=name)
+        if not isinstance(lowercase, bool):
+            raise TypeError(f"BERTTokenizer: lowercase must be a bool, got {lowercase!r}")
+        for arg, value, least in (
+            ("max_seq_length", max_seq_length, 2),
+            ("max_chars_per_word", max_chars_per_word, 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"BERTTokenizer: {arg} must be an int >= {least}, got {value!r}")
+        self._vocab_file = os.fspath(vocab_file)
+        self._vocab = tuple(_read_vocab(self._vocab_file))
+        self._ids = {token: i for i, token in enumerate(self._vocab)}
+        self._lowercase = lowercase
+        self._max_seq_length = max_seq_length
+        self._max_chars_per_word = max_chars_per_word
+
+        tables = _unicode_tables(lowercase)
+        self._range_starts = tf.constant(tables.range_starts)
+        self._range_rows = tf.constant(tables.range_rows)
+        self._row_splits = tf.constant(tables.row_splits)
+        self._row_values = tf.constant(tables.row_values)
+        self._final_sigma_pattern = tables.final_sigma_pattern
+        self._punctuation_pattern = tables.punctuation_pattern
+        self._wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=list(self._vocab),
+            suffix_indicator="##",
+            # A character is at most 4 UTF-8 bytes: the character limit is applied before.
+            max_bytes_per_word=4 * max_chars_per_word,
+            token_out_type=tf.int32,
+            unknown_token=UNK_TOKEN,
+            no_pretokenization=True,
+        )
+        self._vocab_tensor = tf.constant(self._vocab)
+
+    @classmethod
+    def from_pretrained(
+        cls, path: str | os.PathLike, lowercase: bool | None = None, **kwargs: Any
+    ) -> BERTTokenizer:
+        """The tokenizer of a BERT checkpoint folder (Google TF or Hugging Face).
+
+        Args:
+            path: The folder; its ``vocab.txt`` is read.
+            lowercase: Whether the model is uncased. ``None``: ``do_lower_case`` of the folder's
+                ``tokenizer_config.json`` (Hugging Face); a Google folder has none, so give it.
+            **kwargs: The other arguments of :class:`BERTTokenizer`.
+        """
+        path = os.fspath(path)
+        config_file = os.path.join(path, "tokenizer_config.json")
+        config = {}
+        if tf.io.gfile.exists(config_file):
+            with tf.io.gfile.GFile(config_file) as f:
+                config = json.load(f)
+        if lowercase is None:
+            if not isinstance(config.get("do_lower_case"), bool):
+                raise ValueError(
+                    f"BERTTokenizer.from_pretrained: {path!r} does not say whether the model is "
+                    "uncased (no do_lower_case in a tokenizer_config.json); pass lowercase=True "
+                    "for an uncased model, False for a cased one"
+                )
+            lowercase = config["do_lower_case"]
+        # Options of the Hugging Face tokenizer that this one does not implement.
+        for key, supported in (
+            ("strip_accents", (None, lowercase)),
+            ("tokenize_chinese_chars", (None, True)),
+        ):
+            if key in config and config[key] not in supported:
+                raise ValueError(
+                    f"BERTTokenizer.from_pretrained: {config_file!r} sets {key}="
+                    f"{config[key]!r}, which BERTTokenizer does not support"
+                )
+        return cls(os.path.join(path, "vocab.txt"), lowercase=lowercase, **kwargs)
+
+    # --- Python-side facts -------------------------------------------------------------------
+
+    @property
+    def vocab_file(self) -> str:
+        return self._vocab_file
+
+    @property
+    def vocab(self) -> tuple[str, ...]:
+        """The tokens, indexed by id."""
+        return self._vocab
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self._vocab)
+
+    @property
+    def lowercase(self) -> bool:
+        return self._lowercase
+
+    @property
+    def max_seq_length(self) -> int:
+        return self._max_seq_length
+
+    @property
+    def cls_id(self) -> int:
+        return self._ids[CLS_TOKEN]
+
+    @property
+    def sep_id(self) -> int:
+        return self._ids[SEP_TOKEN]
+
+    @property
+    def pad_id(self) -> int:
+        return self._ids[PAD_TOKEN]
+
+    @property
+    def mask_id(self) -> int:
+        return self._ids[MASK_TOKEN]
+
+    @property
+    def unk_id(self) -> int:
+        return self._ids[UNK_TOKEN]
+
+    def token_to_id(self, token: str) -> int:
+        """The id of a vocabulary entry (KeyError naming it if absent)."""
+        try:
+            return self._ids[token]
+        except KeyError:
+            raise KeyError(f"{token!r} is not in the vocabulary {self._vocab_file!r}") from None
+
+    def id_to_token(self, token_id: int) -> str:
+        """The vocabulary entry of an id (IndexError naming it if out of range)."""
+        if not 0 <= int(token_id) < len(self._vocab):
+            raise IndexError(f"id {token_id} is outside the vocabulary [0, {len(self._vocab)})")
+        return self._vocab[int(token_id)]
+
+    def __repr__(self) -> str:
+        return (
+            f"BERTTokenizer({self._vocab_file!r}, lowercase={self._lowercase}, "
+            f"max_seq_length={self._max_seq_length}, vocab_size={self.vocab_size})"
+        )
+
+    # --- graph ops ---------------------------------------------------------------------------
+
+    def tokenize(self, texts: Any) -> tf.Tensor | tf.RaggedTensor:
+        """Wordpiece ids (int32) of raw texts, without special tokens.
+
+        Args:
+            texts: A string or a [batch] of strings (Python or string tensor).
+
+        Returns:
+            ``[batch, (tokens)]`` int32 ``tf.RaggedTensor``; for a single string a ``[tokens]``
+            ``tf.Tensor``.
+        """
+        batch, single = _as_batch(texts, "texts")
+        ids = self._tokenize_batch(batch)
+        return ids[0] if single else ids
+
+    def encode(self, texts: Any, second_texts: Any = None) -> dict[str, tf.Tensor]:
+        """BERT's inputs for single texts or text pairs, padded to ``max_seq_length``.
+
+        Texts are packed as ``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]``. What does not fit is
+        cut from the end, longest first: a token is dropped from the longer of ``A`` and ``B``
+        (from ``B`` when they are as long) until the pair fits, as BERT's ``_truncate_seq_pair``.
+
+        Args:
+            texts: The first texts: a string or a [batch] of strings.
+            second_texts: ``None``, or the second texts, of the same shape as ``texts``.
+
+        Returns:
+            A dict of int32 tensors, ``[batch, max_seq_length]`` (``[max_seq_length]`` for a
+            single string, e.g. in ``dataset.map``):
+            ``input_ids`` (padded with the ``[PAD]`` id), ``segment_ids`` (0 up to the first
+            ``[SEP]`` and on padding, 1 for ``B [SEP]``), and ``sequence_length`` (``[batch]``,
+            ``[]`` for a single string: the packed length, special tokens included).
+        """
+        first, single = _as_batch(texts, "texts")
+        segments = [self._tokenize_batch(first)]
+        length = tf.cast(segments[0].row_lengths(), tf.int32)
+        if second_texts is None:
+            segments = [_truncate(segments[0], tf.minimum(length, self._max_seq_length - 2))]
+        else:
+            if self._max_seq_length < 3:
+                raise ValueError(
+                    f"BERTTokenizer: max_seq_length={self._max_seq_length} leaves no room for "
+                    "a pair ([CLS] A [SEP] B [SEP] needs at least 3)"
+                )
+            second, second_single = _as_batch(second_texts, "second_texts")
+            if second_single != single or not first.shape.is_compatible_with(second.shape):
+                raise ValueError(
+                    "BERTTokenizer: texts and second_texts must have the same shape, got "
+                    f"{tf.convert_to_tensor(texts, tf.string).shape} and "
+                    f"{tf.convert_to_tensor(second_texts, tf.string).shape}"
+                )
+            same_size = tf.debugging.assert_equal(
+                tf.shape(first),
+                tf.shape(second),
+                message="BERTTokenizer: texts and second_texts differ in batch size",
+            )
+            with tf.control_dependencies([same_size]):
+                second = tf.identity(second)
+            segments.append(self._tokenize_batch(second))
+            second_length = tf.cast(segments[1].row_lengths(), tf.int32)
+            keep_first, keep_second = _longest_first(
+                length, second_length, self._max_seq_length - 3
+            )
+            segments = [_truncate(segments[0], keep_first), _truncate(segments[1], keep_second)]
+        ids, segment_ids = tf_text.combine_segments(
+            segments, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id
+        )
+        input_ids, _ = tf_text.pad_model_inputs(ids, self._max_seq_length, pad_value=self.pad_id)
+        segment_ids, _ = tf_text.pad_model_inputs(
+            tf.cast(segment_ids, tf.int32), self._max_seq_length, pad_value=0
+        )
+        features = {
+            "input_ids": tf.cast(input_ids, tf.int32),
+            "segment_ids": segment_ids,
+            "sequence_length": tf.cast(ids.row_lengths(), tf.int32),
+        }
+        if single:
+            features = {key: value[0] for key, value in features.items()}
+        return features
+
+    def detokenize(self, ids: Any, skip_special_tokens: bool = True) -> tf.Tensor:
+        """Wordpiece ids back to text: tokens joined by spaces, ``##`` pieces glued on.
+
+        The text is the normalized one (lowercased, without accents for an uncased vocabulary;
+        ``[UNK]`` where a word was unknown).
+
+        Args:
+            ids: ``[time]`` or ``[batch, time]`` ids: a list, an array, a tensor or a ragged
+                tensor.
+            skip_special_tokens: Drop ``[PAD]``, ``[CLS]`` and ``[SEP]``.
+
+        Returns:
+            A string tensor: a scalar for ``[time]`` ids, ``[batch]`` otherwise.
+        """
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.convert_to_tensor(ids)
+            if ids.shape.rank not in (1, 2):
+                raise ValueError(
+                    f"BERTTokenizer.detokenize: ids must be [time] or [batch, time], got shape "
+                    f"{ids.shape}"
+                )
+            single = ids.shape.rank == 1
+            ids = tf.RaggedTensor.from_tensor(ids[tf.newaxis] if single else ids)
+        else:
+            single = False
+        ids = tf.cast(ids, tf.int32)
+        if skip_special_tokens:
+            special = (ids == self.pad_id) | (ids == self.cls_id) | (ids == self.sep_id)
+            ids = tf.ragged.boolean_mask(ids, ~special)
+        tokens = tf.gather(self._vocab_tensor, ids)
+        text = tf.strings.regex_replace(
+            tf.strings.reduce_join(tokens, axis=-1, separator=" "), " ##", ""
+        )
+        return text[0] if single else text
+
+    def _normalize(self, texts: tf.Tensor) -> tf.Tensor:
+        """The reference's cleaning, CJK spacing, NFC, lowercasing and punctuation split.
+
+        The result holds words separated by spaces (``[batch]`` strings).
+        """
+        if self._final_sigma_pattern is not None:
+            # Read bad bytes as U+FFFD first, so the pattern sees what the table will see.
+            texts = tf.strings.unicode_transcode(
+                texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+            )
+            texts = tf.strings.regex_replace(
+                texts, self._final_sigma_pattern, "\\1" + _FINAL_SIGMA + "\\2"
+            )
+        chars = tf.strings.unicode_decode(texts, "UTF-8", errors="replace", replacement_char=0xFFFD)
+        code_points = chars.flat_values
+        ranges = tf.searchsorted(self._range_starts, code_points, side="right") - 1
+        rows = tf.gather(self._range_rows, ranges)
+        starts = tf.gather(self._row_splits, rows)
+        # [chars, (output code points)]: indices into the rows' values (a ragged gather, spelled
+        # out: it is twice as fast as tf.gather on a RaggedTensor).
+        pieces = tf.ragged.range(starts, tf.gather(self._row_splits, rows + 1))
+        values = tf.gather(self._row_values, pieces.flat_values)
+        own = tf.gather(code_points, pieces.value_rowids())
+        values = tf.where(values == _KEEP, own, values)
+        chars = chars.with_flat_values(pieces.with_flat_values(values)).merge_dims(1, 2)
+        texts = tf.strings.unicode_encode(chars, "UTF-8")
+        if self._punctuation_pattern is not None:
+            # Cased: NFC joins characters across the text, so it and the punctuation split it
+            # may create come after the per-character table.
+            texts = tf_text.normalize_utf8(texts, "NFC")
+            texts = tf.strings.regex_replace(texts, self._punctuation_pattern, " \\1 ")
+        return texts
+
+    def _tokenize_batch(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        """``[batch]`` strings to ``[batch, (tokens)]`` int32 wordpiece ids."""
+        words = tf.strings.split(self._normalize(texts))
+        limit = self._max_chars_per_word
+        words = tf.ragged.map_flat_values(
+            lambda w: tf.where(tf.strings.length(w, unit="UTF8_CHAR") > limit, UNK_TOKEN, w),
+            words,
+        )
+        return self._wordpiece.tokenize(words).merge_dims(1, 2)
+
+
+def _longest_first(first: tf.Tensor, second: tf.Tensor, budget: int) -> tuple[tf.Tensor, tf.Tensor]:
+    """Lengths kept by BERT's longest-first truncation of a pair to ``budget`` tokens.
+
+    The loop drops the last token of the longer side (of the second on ties) until the pair fits:
+    the shorter side stays whole while cutting the longer one down to it is enough; past that
+    both are cut, and the first keeps ``ceil(budget / 2)``. Closed form on [batch] int32 lengths.
+    """
+    keep_first = tf.minimum(first, tf.maximum(budget - second, (budget + 1) // 2))
+    keep_second = tf.minimum(second, budget - keep_first)
+    return keep_first, keep_second
+
+
+def _truncate(ids: tf.RaggedTensor, keep: tf.Tensor) -> tf.RaggedTensor:
+    """The first ``keep[i]`` ids of each row ``i``."""
+    positions = tf.ragged.range(tf.cast(ids.row_lengths(), tf.int32))
+    return tf.ragged.boolean_mask(ids, positions < keep[:, tf.newaxis])
