@@ -61,17 +61,14 @@ Known differences from the reference, all deliberate or negligible:
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-import unicodedata
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
+
+from texkit.data._text_normalization import _FINAL_SIGMA, _KEEP, _unicode_tables
 
 __all__ = ["BERTTokenizer"]
 
@@ -81,166 +78,6 @@ PAD_TOKEN = "[PAD]"
 UNK_TOKEN = "[UNK]"
 MASK_TOKEN = "[MASK]"
 SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
-
-_SIGMA, _FINAL_SIGMA = "\u03a3", "\u03c2"
-_KEEP = -1  # in a table row: "the input code point itself"
-
-
-# --- the reference's character classes ---------------------------------------------------------
-
-
-def _is_punctuation(char: str) -> bool:
-    """BERT's punctuation: every ASCII symbol, and Unicode category P*."""
-    cp = ord(char)
-    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
-        return True
-    return unicodedata.category(char).startswith("P")
-
-
-def _is_cjk(cp: int) -> bool:
-    """BERT's "Chinese character": the CJK Unified and Compatibility Ideographs blocks."""
-    return (
-        0x4E00 <= cp <= 0x9FFF
-        or 0x3400 <= cp <= 0x4DBF
-        or 0x20000 <= cp <= 0x2A6DF
-        or 0x2A700 <= cp <= 0x2B73F
-        or 0x2B740 <= cp <= 0x2B81F
-        or 0x2B820 <= cp <= 0x2CEAF
-        or 0xF900 <= cp <= 0xFAFF
-        or 0x2F800 <= cp <= 0x2FA1F
-    )
-
-
-_NUM_CODE_POINTS = 0x110000
-
-
-@functools.lru_cache(maxsize=1)
-def _deleted() -> np.ndarray:
-    """[code point] bool: removed by the reference's cleaning step.
-
-    NUL, U+FFFD and category C* (control, format, surrogate, private use, unassigned), but tab,
-    newline and carriage return, which are whitespace.
-    """
-    categories = (unicodedata.category(chr(cp)) for cp in range(_NUM_CODE_POINTS))
-    deleted = np.fromiter((category[0] == "C" for category in categories), bool, _NUM_CODE_POINTS)
-    deleted[[0x09, 0x0A, 0x0D]] = False
-    deleted[[0x00, 0xFFFD]] = True
-    return deleted
-
-
-def _char_output(cp: int, lowercase: bool) -> str:
-    """What the reference makes of one code point it keeps, with spaces where it splits words.
-
-    In cased mode NFC and the punctuation split depend on neighbours and run on the whole text
-    (:meth:`BERTTokenizer._normalize`); lowercasing ends with NFD, which makes a per-character
-    mapping exact (``NFD(NFC(x)) == NFD(x)``) but for the final sigma, which
-    :func:`_final_sigma_pattern` handles.
-    """
-    char = chr(cp)
-    if char.isspace():  # \t \n \r, Zs, and the Zl/Zp that Python's str.split() splits on
-        return " "
-    if lowercase:
-        text = unicodedata.normalize("NFD", unicodedata.normalize("NFC", char).lower())
-        text = "".join(
-            " " if c.isspace() else f" {c} " if _is_punctuation(c) else c
-            for c in text
-            if unicodedata.category(c) != "Mn"
-        )
-    else:
-        text = char
-    return f" {text} " if _is_cjk(cp) else text
-
-
-def _char_class(ranges: Sequence[tuple[int, int]]) -> str:
-    """An RE2 character class matching the given inclusive code point ranges."""
-    parts = [f"\\x{{{a:X}}}" if a == b else f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in ranges]
-    return "[" + "".join(parts) + "]"
-
-
-def _ranges(mask: np.ndarray) -> list[tuple[int, int]]:
-    """Inclusive ``(first, last)`` ranges of the code points where ``mask`` is true."""
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(np.int8), [0]])))
-    return [(int(a), int(b) - 1) for a, b in zip(edges[::2], edges[1::2], strict=True)]
-
-
-@dataclass(frozen=True)
-class _Tables:
-    """Per-code-point normalization, as sorted ranges that each point to a row of output.
-
-    A code point ``cp`` in ``[range_starts[i], range_starts[i + 1])`` becomes the code points of
-    row ``range_rows[i]`` (``row_values[row_splits[r]:row_splits[r + 1]]``), where ``_KEEP``
-    stands for ``cp`` itself.
-    """
-
-    range_starts: np.ndarray
-    range_rows: np.ndarray
-    row_splits: np.ndarray
-    row_values: np.ndarray
-    final_sigma_pattern: str | None  # lowercase only
-    punctuation_pattern: str | None  # cased only
-
-
-@functools.lru_cache(maxsize=2)
-def _unicode_tables(lowercase: bool) -> _Tables:
-    rows: dict[tuple[int, ...], int] = {(_KEEP,): 0, (): 1}
-    range_starts, range_rows = [], []
-    for cp, deleted in enumerate(_deleted().tolist()):
-        if deleted:
-            row_id = 1  # most code points (unassigned, private use): the fast path
-        else:
-            out = _char_output(cp, lowercase)
-            if out == chr(cp):
-                row = (_KEEP,)
-            elif out == f" {chr(cp)} " and _is_cjk(cp):
-                row = (32, _KEEP, 32)
-            else:
-                row = tuple(ord(c) for c in out)
-            row_id = rows.setdefault(row, len(rows))
-        if not range_rows or range_rows[-1] != row_id:
-            range_starts.append(cp)
-            range_rows.append(row_id)
-    row_lengths = [len(row) for row in rows]
-    row_values = [value for row in rows for value in row]
-
-    sigma = punctuation = None
-    if lowercase:
-        sigma = _final_sigma_pattern()
-    else:
-        is_punct = np.zeros(_NUM_CODE_POINTS, bool)
-        for cp in np.flatnonzero(~_deleted()).tolist():
-            is_punct[cp] = _is_punctuation(chr(cp))
-        punctuation = "(" + _char_class(_ranges(is_punct)) + ")"
-    return _Tables(
-        range_starts=np.array(range_starts, np.int32),
-        range_rows=np.array(range_rows, np.int32),
-        row_splits=np.concatenate([[0], np.cumsum(row_lengths)]).astype(np.int32),
-        row_values=np.array(row_values, np.int32),
-        final_sigma_pattern=sigma,
-        punctuation_pattern=punctuation,
-    )
-
-
-def _final_sigma_pattern() -> str:
-    """An RE2 pattern for a capital sigma that Python's ``str.lower`` writes as final ``ς``.
-
-    CPython: ``Σ`` is final when the nearest character before it that is not case-ignorable is
-    cased, and no cased character follows after case-ignorable ones. Python does not expose the
-    two properties, so each code point is classified by how ``str.lower`` treats a sigma next to
-    it. Characters the cleaning step deletes are skipped like case-ignorable ones (the reference
-    lowercases after deleting them).
-    """
-    cased = np.zeros(_NUM_CODE_POINTS, bool)
-    skipped = _deleted().copy()
-    for cp in np.flatnonzero(~skipped).tolist():
-        char = chr(cp)
-        if ("A" + _SIGMA + char).lower()[1] != _FINAL_SIGMA:
-            cased[cp] = True  # cased, and not skipped as case-ignorable
-        elif ("A" + _SIGMA + char + "A").lower()[1] != _FINAL_SIGMA:
-            skipped[cp] = True  # case-ignorable
-    before = _char_class(_ranges(cased))
-    skip = _char_class(_ranges(skipped))
-    stop = _char_class(_ranges(~(cased | skipped)))
-    return f"({before}{skip}*){_SIGMA}({skip}*(?:{stop}|$))"
 
 
 # --- vocabulary --------------------------------------------------------------------------------
