@@ -111,7 +111,7 @@ def bert_classification_data(hparams: tx.HParams) -> tx.run.Data:
         "num_classes": None,
         "clas_strategy": "cls_time",
         "dropout": 0.1,
-        "encoder": {},
+        "encoder": {"hidden_dropout_prob": None, "attention_probs_dropout_prob": None},
         "name": "bert_classifier",
     }
 )
@@ -119,13 +119,14 @@ def bert_classifier(hparams: tx.HParams, data: tx.run.Data) -> keras.Model:
     """A BERTClassifier on a pretrained checkpoint; logits in float32 for the loss.
 
     ``num_classes: null`` takes the data's; ``encoder`` may override the checkpoint's dropout
-    rates (e.g. ``hidden_dropout_prob``), not its architecture.
+    rates (``null`` keeps the checkpoint's).
     """
     num_classes = hparams.num_classes or data.num_classes
+    encoder = {key: value for key, value in hparams.encoder.items() if value is not None}
     classifier = tx.modules.BERTClassifier.from_pretrained(
         hparams.pretrained,
         {
-            "encoder": dict(hparams.encoder),
+            "encoder": encoder,
             "num_classes": num_classes,
             "clas_strategy": hparams.clas_strategy,
             "max_seq_length": data.max_seq_length,

@@ -9,7 +9,8 @@ A module test calls :func:`check_module_contract` with a factory and example inp
 3. ``tf.function``: the same outputs inside a graph;
 4. ``jit_compile=True`` (XLA) with static shapes: the same outputs;
 5. ``tf.data``: batches from a dataset give the same outputs, also through ``Model.predict``;
-6. ``mixed_bfloat16``: float32 variables, bfloat16 outputs, close to the float32 outputs;
+6. ``mixed_bfloat16``: float32 variables, bfloat16 outputs, close to the float32 outputs (integer
+   outputs, such as argmax predictions, only keep their shape);
 7. ``training=True`` runs eagerly, in ``tf.function`` and under XLA with finite outputs of the
    same shapes and dtypes;
 8. padding invariance: appending padding steps and filling padded steps with other (valid) values
@@ -178,6 +179,7 @@ def check_module_contract(
             "int32",
         ), f"mixed_bfloat16 variable {weight.path} has dtype {weight.dtype}"
     mixed_outputs = _call(mixed, inputs, call_kwargs)
+    mixed_floats, reference_floats = [], []
     for output, expected in zip(
         tf.nest.flatten(mixed_outputs), tf.nest.flatten(reference), strict=True
     ):
@@ -185,7 +187,13 @@ def check_module_contract(
             assert keras.backend.standardize_dtype(output.dtype) == "bfloat16", (
                 f"mixed_bfloat16 output has dtype {output.dtype}"
             )
-    _assert_close(mixed_outputs, reference, bf16_tolerance, bf16_tolerance, "mixed_bfloat16")
+            mixed_floats.append(output)
+            reference_floats.append(expected)
+        else:
+            # Integer outputs (argmax predictions) may flip where two logits are within
+            # bfloat16's precision of each other: only their shape must agree.
+            assert tuple(output.shape) == tuple(expected.shape), "mixed_bfloat16: shape"
+    _assert_close(mixed_floats, reference_floats, bf16_tolerance, bf16_tolerance, "mixed_bfloat16")
 
     # 7. Training mode (dropout and the like) runs eagerly, in a graph and under XLA, giving
     # finite outputs of the inference shapes and dtypes.

@@ -213,6 +213,15 @@ def test_registry_type_resolves_and_keeps_the_kwargs_it_accepts():
     assert hp.todict()["cell"] == {"type": "LSTMCell", "kwargs": {"units": 32, "dropout": 0.5}}
 
 
+def test_a_name_alone_is_short_for_a_type_with_default_kwargs():
+    hp = HParams({"cell": "GRUCell"}, model_defaults())
+    assert hp.todict()["cell"] == HParams({"cell": {"type": "GRUCell"}}, model_defaults())["cell"]
+    with raises_at("cell.type"):
+        HParams({"cell": "NoSuchCell"}, model_defaults())
+    with raises_at("cell", "dict"):
+        HParams({"cell": 3}, model_defaults())
+
+
 def test_kwarg_the_class_does_not_accept_is_an_error():
     with raises_at("cell.kwargs.badname", "LSTMCell"):
         HParams({"cell": {"kwargs": {"badname": 1}}}, model_defaults())

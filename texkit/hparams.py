@@ -13,7 +13,8 @@ a (partial) dict of the same shape; :class:`HParams` merges the two and validate
   (``"LSTMCell"``) or a dotted path under an allowed prefix (see :mod:`texkit.registry`);
   ``kwargs`` is free-form but every key must be accepted by the class. When ``type`` changes,
   default ``kwargs`` the new class does not accept are dropped; a user kwarg it does not accept
-  is an error.
+  is an error. A plain string where such a pair is expected is short for ``{type: string}``
+  (``activation: gelu``).
 * The result is read-only. :meth:`HParams.replace` returns a new validated copy.
 
 Config files are read with ``yaml.safe_load`` only: nothing in a file can import or run code.
@@ -21,6 +22,7 @@ Config files are read with ``yaml.safe_load`` only: nothing in a file can import
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import inspect
 import os
@@ -30,7 +32,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["HParams", "HParamsError", "apply_overrides"]
+__all__ = ["HParams", "HParamsError", "apply_overrides", "hparams_scope"]
 
 
 class _SafeLoader(yaml.SafeLoader):
@@ -93,6 +95,19 @@ class HParamsError(ValueError):
         prefix = f"hparams '{path}': " if path else "hparams: "
         super().__init__(prefix + message)
         self.message = message
+
+
+@contextlib.contextmanager
+def hparams_scope(path: str) -> Iterator[None]:
+    """Prefixes ``path`` to the path of any :class:`HParamsError` raised inside.
+
+    A module that builds a sub-module from a part of its hparams wraps the construction, so an
+    error names the key as the user wrote it (``encoder.num_attention_heads``).
+    """
+    try:
+        yield
+    except HParamsError as error:
+        raise HParamsError(error.message, _join(path, error.path) if error.path else path) from None
 
 
 def _join(path: str, key: Any) -> str:
@@ -219,6 +234,8 @@ def _merge_value(value: Any, default: Any, path: str, allow_new: bool) -> Any:
     if isinstance(value, HParams):
         value = value.todict()
     if isinstance(default, Mapping):
+        if isinstance(value, str) and _is_type_kwargs(default):
+            value = {"type": value}  # shorthand: a name alone
         if not isinstance(value, Mapping):
             raise HParamsError(
                 f"expected a dict (default {_short(default)}), "

@@ -81,6 +81,28 @@ def test_pooler_is_tanh_dense_of_the_first_token():
     np.testing.assert_allclose(pooled.numpy(), want, atol=1e-6)
 
 
+def test_gelu_new_is_the_tanh_approximation():
+    exact = BERTEncoder(TINY)
+    approximate = BERTEncoder({**TINY, "hidden_act": "gelu_new"})
+    inner = approximate.encoder.blocks[0].ffn_inner
+    x = np.linspace(-3, 3, 7).astype(np.float32)
+    want = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+    np.testing.assert_allclose(inner.activation(x), want, atol=1e-6)
+    assert not np.allclose(exact.encoder.blocks[0].ffn_inner.activation(x), want, atol=1e-4)
+
+
+def test_errors_inside_a_classifier_name_the_key_as_written():
+    with pytest.raises(HParamsError) as info:
+        BERTClassifier({"encoder": {**TINY, "num_attention_heads": 3}})
+    assert info.value.path == "encoder.num_attention_heads"
+    with pytest.raises(HParamsError) as info:
+        BERTPretrainer({"encoder": {**TINY, "hidden_dropout_prob": 1.5}})
+    assert info.value.path == "encoder.hidden_dropout_prob"
+    with pytest.raises(HParamsError) as info:
+        BERTClassifier({"encoder": TINY, "clas_strategy": "all_time", "max_seq_length": -3})
+    assert info.value.path == "max_seq_length"
+
+
 def test_inputs_longer_than_the_position_table_are_refused():
     with pytest.raises(ValueError, match="max_position_embeddings=16"):
         BERTEncoder(TINY)(np.zeros((1, 17), np.int32))

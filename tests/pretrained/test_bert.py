@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -349,7 +350,7 @@ def test_heads_load_from_both_formats(tmp_path):
     outputs = []
     for folder in (hf, google):
         model = BERTPretrainer.from_pretrained(folder)
-        assert model.load_report.heads == ["mlm", "nsp"]
+        assert model.load_report.heads == ["pooler", "mlm", "nsp"]
         np.testing.assert_array_equal(model.nsp_head.dense.kernel.numpy(), heads[
             "cls/seq_relationship/output_weights"].T)  # fmt: skip
         np.testing.assert_array_equal(
@@ -364,5 +365,85 @@ def test_heads_load_from_both_formats(tmp_path):
 
 def test_checkpoint_without_heads_reports_them_missing():
     model = BERTPretrainer.from_pretrained(minilm_folder())
-    assert model.load_report.heads == []
+    assert model.load_report.heads == ["pooler"]
     assert model.load_report.missing_heads == ["mlm", "nsp"]
+
+
+def test_a_checkpoint_without_pooler_loads_the_rest_and_says_so(tmp_path):
+    # Hugging Face's BertForMaskedLM and BertForTokenClassification are saved without a pooler.
+    state = {k: v for k, v in tiny_hf_state().items() if not k.startswith("pooler.")}
+    encoder = tiny_encoder()
+    pooler_before = encoder.pooler.kernel.numpy().copy()
+    report = load_bert_checkpoint(encoder, write_hf(str(tmp_path / "hf"), state))
+    assert report.missing_heads == ["pooler"]
+    np.testing.assert_array_equal(encoder.pooler.kernel.numpy(), pooler_before)
+    np.testing.assert_array_equal(
+        encoder.word_embedder.embedding.numpy(), state["embeddings.word_embeddings.weight"]
+    )
+
+
+def test_non_float_weights_are_refused_before_anything_loads(tmp_path):
+    state = tiny_hf_state()
+    state["pooler.dense.bias"] = np.arange(8, dtype=np.int64)
+    encoder = tiny_encoder()
+    before = snapshot(encoder)
+    with pytest.raises(CheckpointError, match=r"'pooler\.dense\.bias' holds int64"):
+        load_bert_checkpoint(encoder, write_hf(str(tmp_path / "hf"), state))
+    assert_unchanged(encoder, before)
+
+
+def test_truncated_google_data_file_loads_nothing(tmp_path):
+    folder = str(tmp_path / "google")
+    state = tiny_hf_state()
+    write_google_checkpoint(folder, state, TINY)
+    (data,) = [f for f in os.listdir(folder) if ".data-" in f]
+    path = os.path.join(folder, data)
+    with open(path, "rb") as f:
+        content = f.read()
+    with open(path, "wb") as f:
+        f.write(content[: len(content) // 2])
+    encoder = tiny_encoder()
+    before = snapshot(encoder)
+    with pytest.raises(CheckpointError, match="bert_model.ckpt"):
+        load_bert_checkpoint(encoder, folder)
+    assert_unchanged(encoder, before)
+
+
+def test_a_folder_on_another_file_system_loads(tmp_path):
+    # gs:// and the like go through tf.io.gfile; ram:// is one that needs no network.
+    state = tiny_hf_state()
+    local = write_hf(str(tmp_path / "hf"), state)
+    remote = "ram://texkit-test/hf"
+    tf.io.gfile.makedirs(remote)
+    for name in ("config.json", "model.safetensors"):
+        tf.io.gfile.copy(os.path.join(local, name), f"{remote}/{name}", overwrite=True)
+    encoder = BERTEncoder.from_pretrained(remote)
+    assert sorted(encoder.load_report.loaded) == sorted(state)
+    ids = np.array([[2, 5, 7]], np.int32)
+    expected = BERTEncoder.from_pretrained(local)(ids)[0].numpy()
+    np.testing.assert_array_equal(encoder(ids)[0].numpy(), expected)
+
+
+def test_validated_hparams_are_refused_by_from_pretrained():
+    hparams = tx.HParams({"hidden_dropout_prob": 0.2}, BERTEncoder.default_hparams())
+    with pytest.raises(TypeError, match="plain dict"):
+        BERTEncoder.from_pretrained(minilm_folder(), hparams)
+
+
+def test_a_user_model_around_the_encoder_is_left_to_keras_to_build(tmp_path):
+    class Tagger(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.encoder = BERTEncoder({k: v for k, v in TINY.items() if k != "model_type"})
+            self.dense = keras.layers.Dense(3)
+
+        def call(self, ids):
+            return self.dense(self.encoder(ids)[0])
+
+    state = tiny_hf_state()
+    model = Tagger()
+    load_bert_checkpoint(model, write_hf(str(tmp_path / "hf"), state))
+    assert model.encoder.built and not model.dense.built
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(np.ones((4, 5), np.int32), np.zeros((4, 5, 3)), epochs=1, verbose=0)
+    assert len(model.optimizer.variables) > 2 * len(model.encoder.weights)

@@ -92,6 +92,9 @@ class MultiHeadAttention(ModuleBase):
     def __init__(self, hparams: Any = None, **kwargs: Any):
         super().__init__(hparams, **kwargs)
         hp = self.hparams
+        for key in ("num_units", "output_dim"):
+            if hp[key] < 1:
+                raise HParamsError(f"expected a positive int, got {hp[key]}", key)
         if hp.num_heads < 1 or hp.num_units % hp.num_heads:
             raise HParamsError(
                 f"num_heads={hp.num_heads} must be positive and divide num_units={hp.num_units}",

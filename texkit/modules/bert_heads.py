@@ -21,7 +21,7 @@ from keras import ops
 
 from texkit.core.attention import sequence_mask
 from texkit.core.layers import get_activation
-from texkit.hparams import HParamsError
+from texkit.hparams import HParamsError, hparams_scope
 from texkit.modules.base import ModuleBase
 from texkit.modules.encoders.bert_encoder import BERTEncoder, bert_activation
 
@@ -164,7 +164,8 @@ class BERTPretrainer(ModuleBase):
         super().__init__(hparams, **kwargs)
         hp = self.hparams.encoder
         policy = self.dtype_policy
-        self.encoder = BERTEncoder(hp, dtype=policy)
+        with hparams_scope("encoder"):
+            self.encoder = BERTEncoder(hp, dtype=policy)
         head = {k: hp[k] for k in BERTMaskedLMHead.default_hparams() if k != "name"}
         self.mlm_head = BERTMaskedLMHead(head, dtype=policy)
         self.nsp_head = BERTNextSentenceHead(

@@ -10,7 +10,7 @@ from keras import ops
 
 from texkit.core.attention import sequence_mask
 from texkit.core.layers import MaskedMeanPooling
-from texkit.hparams import HParamsError
+from texkit.hparams import HParamsError, hparams_scope
 from texkit.modules.base import ModuleBase
 from texkit.modules.encoders.bert_encoder import BERTEncoder
 
@@ -79,7 +79,16 @@ class BERTClassifier(ModuleBase):
             raise HParamsError("clas_strategy 'all_time' needs max_seq_length", "max_seq_length")
         if not 0.0 <= hp.dropout < 1.0:
             raise HParamsError(f"expected a rate in [0, 1), got {hp.dropout}", "dropout")
-        self.encoder = BERTEncoder(hp.encoder, dtype=self.dtype_policy)
+        if hp.max_seq_length is not None and (
+            isinstance(hp.max_seq_length, bool)
+            or not isinstance(hp.max_seq_length, int)
+            or hp.max_seq_length < 1
+        ):
+            raise HParamsError(
+                f"expected None or a positive int, got {hp.max_seq_length!r}", "max_seq_length"
+            )
+        with hparams_scope("encoder"):
+            self.encoder = BERTEncoder(hp.encoder, dtype=self.dtype_policy)
         self.pooling = MaskedMeanPooling(dtype=self.dtype_policy)
         self.logits_layer = keras.layers.Dense(
             hp.num_classes,

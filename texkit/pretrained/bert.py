@@ -179,8 +179,9 @@ class LoadReport:
     Attributes:
         format: ``"google"`` or ``"huggingface"``.
         loaded: checkpoint names loaded, in table order.
-        heads: the heads loaded (``"mlm"``, ``"nsp"``).
-        missing_heads: heads the model has but the checkpoint lacks (left as initialized).
+        heads: the optional parts loaded (``"pooler"``, ``"mlm"``, ``"nsp"``).
+        missing_heads: optional parts the model has but the checkpoint lacks, left as
+            initialized (e.g. ``"pooler"`` from a Hugging Face ``BertForMaskedLM``).
         unused: checkpoint entries that were not loaded (e.g. another task's head).
     """
 
@@ -192,7 +193,9 @@ class LoadReport:
 
 
 def bert_name_table(num_layers: int, part: str = "encoder") -> list[tuple[str, str, str, str]]:
-    """The name table of one part (``encoder``, ``mlm``, ``nsp``), with block indices filled in.
+    """The name table of one part, with block indices filled in.
+
+    Parts: ``encoder`` (embeddings and blocks), ``pooler``, ``mlm`` and ``nsp`` (the heads).
 
     Rows are ``(texkit attribute path, Google TF name, Hugging Face name, layout)``.
     """
@@ -200,10 +203,12 @@ def bert_name_table(num_layers: int, part: str = "encoder") -> list[tuple[str, s
         return list(_MLM_HEAD)
     if part == "nsp":
         return list(_NSP_HEAD)
+    if part == "pooler":
+        return list(_POOLER)
     rows = list(_EMBEDDINGS)
     for i in range(num_layers):
         rows += [tuple(item.replace("{i}", str(i)) for item in row) for row in _BLOCK]
-    return rows + list(_POOLER)
+    return rows
 
 
 # -- folders and configs ---------------------------------------------------------------------
@@ -332,7 +337,13 @@ def merge_user_hparams(config: dict, hparams: Any, source: str) -> dict:
     """A checkpoint's encoder hparams updated by a user's; contradictions are errors."""
     if hparams is None:
         return config
-    user = hparams.todict() if isinstance(hparams, HParams) else dict(hparams)
+    if isinstance(hparams, HParams):
+        # Validated hparams hold every default, which would contradict any other architecture.
+        raise TypeError(
+            "give from_pretrained the hparams to change as a plain dict (e.g. "
+            "{'hidden_dropout_prob': 0.2}), not validated HParams"
+        )
+    user = dict(hparams)
     for key in ARCHITECTURE_KEYS:
         if key in user and user[key] != config[key]:
             raise HParamsError(
@@ -346,7 +357,7 @@ def encoder_from_pretrained(cls: type, path: Any, hparams: Any = None, **kwargs:
     path = resolve_checkpoint(path)
     config = read_bert_config(path)
     encoder = cls(merge_user_hparams(config, hparams, path), **kwargs)
-    load_bert_checkpoint(encoder, path)
+    encoder.load_report = load_bert_checkpoint(encoder, path)
     return encoder
 
 
@@ -358,9 +369,8 @@ class _Reader:
 
     def __init__(self, path: str):
         self.format = detect_format(path)
-        folder = path
         if self.format == GOOGLE:
-            self.file = os.path.join(folder, _GOOGLE_CKPT)
+            self.file = os.path.join(path, _GOOGLE_CKPT)
             try:
                 self._reader = tf.train.load_checkpoint(self.file)
                 shapes = self._reader.get_variable_to_shape_map()
@@ -369,34 +379,42 @@ class _Reader:
                     f"{self.file}: cannot read the checkpoint ({error})"
                 ) from None
             self.shapes = {k: tuple(v) for k, v in shapes.items() if not _GOOGLE_SKIPPED.search(k)}
-        else:
-            from safetensors import SafetensorError, safe_open
+            return
+        from safetensors import SafetensorError, safe_open
+        from safetensors.numpy import load as load_bytes
 
-            self.file = os.path.join(folder, _HF_WEIGHTS)
-            self._error = SafetensorError
-            try:
+        self.file = os.path.join(path, _HF_WEIGHTS)
+        try:
+            if "://" in self.file:  # gs:// and other tf.io.gfile file systems: read it whole
+                with tf.io.gfile.GFile(self.file, "rb") as f:
+                    self._arrays = load_bytes(f.read())
+                self._reader = None
+                keys = list(self._arrays)
+            else:
                 self._reader = safe_open(self.file, framework="np")
                 keys = list(self._reader.keys())
-            except (SafetensorError, OSError) as error:
-                raise CheckpointError(
-                    f"{self.file}: not a readable safetensors file ({error}); the file may be "
-                    "truncated or corrupt"
-                ) from None
-            self.shapes = {}
-            for key in keys:
-                if _HF_SKIPPED.search(_strip_hf_prefix(key)):
-                    continue
-                self.shapes[key] = tuple(self._reader.get_slice(key).get_shape())
+        except (SafetensorError, OSError, tf.errors.OpError) as error:
+            raise CheckpointError(
+                f"{self.file}: not a readable safetensors file ({error}); it may be truncated or "
+                "corrupt"
+            ) from None
+        self.shapes = {}
+        for key in keys:
+            if not _HF_SKIPPED.search(_strip_hf_prefix(key)):
+                self.shapes[key] = self._shape(key)
+
+    def _shape(self, key: str) -> tuple:
+        if self._reader is None:
+            return tuple(self._arrays[key].shape)
+        return tuple(self._reader.get_slice(key).get_shape())
 
     def read(self, name: str) -> np.ndarray:
         try:
-            if self.format == GOOGLE:
-                value = self._reader.get_tensor(name)
-            else:
-                value = self._reader.get_tensor(name)
+            if self.format == HUGGINGFACE and self._reader is None:
+                return self._arrays[name]
+            return np.asarray(self._reader.get_tensor(name))
         except Exception as error:  # noqa: BLE001 - each reader has its own error types
             raise CheckpointError(f"{self.file}: cannot read {name!r} ({error})") from None
-        return np.asarray(value)
 
 
 def _strip_hf_prefix(name: str) -> str:
@@ -445,10 +463,16 @@ def _parts(model: Any) -> tuple[Any, dict[str, Any]]:
 
 
 def _ensure_built(model: Any, encoder: Any, heads: Mapping[str, Any]) -> None:
-    """Creates the weights to load into. A model is built whole (``build((None, None))`` on
-    ``input_ids`` shapes), so that no weight of it appears later, e.g. after an optimizer
-    has been built for its variables."""
-    if not model.built:
+    """Creates the weights to load into.
+
+    A texkit model (``BERTClassifier``, ``BERTPretrainer``) is built whole, on ``input_ids``
+    shapes, so that none of its weights appears later (e.g. after an optimizer was built for its
+    variables). Another model only gets its encoder and heads built: Keras builds the rest from
+    data, as usual.
+    """
+    from texkit.modules.base import ModuleBase
+
+    if isinstance(model, ModuleBase) and not model.built:
         model.build((None, None))
     if not encoder.built:
         encoder.build((None, None))
@@ -498,6 +522,7 @@ def load_bert_checkpoint(model: Any, path: str | os.PathLike) -> LoadReport:
             else:
                 candidates = _hf_candidates(hf_name)
             found = [c for c in candidates if c in reader.shapes]
+            used.update(found)
             if not found:
                 problems.append(f"missing {candidates[0]!r} (for {variable.path})")
                 continue
@@ -505,7 +530,6 @@ def load_bert_checkpoint(model: Any, path: str | os.PathLike) -> LoadReport:
                 problems.append(f"{found} all hold {variable.path}; expected exactly one")
                 continue
             name = found[0]
-            used.add(name)
             stored = reader.shapes[name]
             expected = tuple(variable.shape)
             if layout == OUT_IN or (layout == DENSE and fmt == HUGGINGFACE):
@@ -516,10 +540,29 @@ def load_bert_checkpoint(model: Any, path: str | os.PathLike) -> LoadReport:
                     f"{list(expected)} in the checkpoint"
                 )
                 continue
-            plan.append((variable, _to_keras_layout(reader.read(name), layout, fmt)))
+            value = reader.read(name)
+            if value.dtype.kind != "f":
+                problems.append(f"{name!r} holds {value.dtype}, not floating-point weights")
+                continue
+            value = _to_keras_layout(value, layout, fmt).astype(variable.dtype)
+            plan.append((variable, value))
             report.loaded.append(name)
 
+    def has_part(part: str) -> bool:
+        rows = bert_name_table(0, part)
+        if fmt == GOOGLE:
+            return any(google in reader.shapes for _, google, _, _ in rows)
+        return any(c in reader.shapes for _, _, hf, _ in rows for c in _hf_candidates(hf))
+
     take(encoder, bert_name_table(encoder.hparams.num_hidden_layers))
+    # The pooler and the heads are optional: absent from the checkpoint, they keep their
+    # initial weights (and are reported); present, they load strictly like the rest.
+    for part, root in (("pooler", encoder), *heads.items()):
+        if has_part(part):
+            take(root, bert_name_table(0, part))
+            report.heads.append(part)
+        else:
+            report.missing_heads.append(part)
     encoder_pattern = _GOOGLE_ENCODER if fmt == GOOGLE else _HF_ENCODER
     for name in sorted(set(reader.shapes) - used):
         plain = name if fmt == GOOGLE else _strip_hf_prefix(name)
@@ -527,14 +570,6 @@ def load_bert_checkpoint(model: Any, path: str | os.PathLike) -> LoadReport:
             problems.append(
                 f"unknown encoder variable {name!r} (shape {list(reader.shapes[name])})"
             )
-    for part, head in heads.items():
-        rows = bert_name_table(0, part)
-        names = [google if fmt == GOOGLE else hf for _, google, hf, _ in rows]
-        if any(n in reader.shapes for n in names):
-            take(head, rows)
-            report.heads.append(part)
-        else:
-            report.missing_heads.append(part)
     if problems:
         shown = "\n  ".join(problems[:20])
         more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
@@ -542,7 +577,13 @@ def load_bert_checkpoint(model: Any, path: str | os.PathLike) -> LoadReport:
             f"{reader.file}: cannot load into {model.name} (nothing was loaded):\n  {shown}{more}"
         )
     for variable, value in plan:
-        variable.assign(value.astype(variable.dtype))
+        variable.assign(value)
+    if report.missing_heads:
+        logger.warning(
+            "%s: no %s in the checkpoint; left as initialized",
+            reader.file,
+            ", ".join(report.missing_heads),
+        )
     report.unused = sorted(set(reader.shapes) - used)
     if report.unused:
         logger.warning(

@@ -110,6 +110,12 @@ class BERTEncoder(ModuleBase):
                 f"hidden_size={hp.hidden_size}",
                 "num_attention_heads",
             )
+        for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+            if not 0.0 <= hp[key] < 1.0:
+                raise HParamsError(f"expected a rate in [0, 1), got {hp[key]}", key)
+        for key in ("layer_norm_eps", "initializer_range"):
+            if not hp[key] > 0:
+                raise HParamsError(f"expected a positive number, got {hp[key]}", key)
         activation = bert_activation(hp.hidden_act)
         initializer = {
             "type": "TruncatedNormal",

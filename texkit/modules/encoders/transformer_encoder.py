@@ -63,7 +63,10 @@ class _EncoderBlock(keras.layers.Layer):
             hp.layer_norm_epsilon, "attention_norm", self.dtype_policy
         )
         self.ffn_inner = keras.layers.Dense(
-            ffn.dim, activation=get_activation(ffn.activation), name="ffn_inner", **dense
+            ffn.dim,
+            activation=get_activation(ffn.activation, "poswise_feedforward.activation"),
+            name="ffn_inner",
+            **dense,
         )
         self.ffn_output = keras.layers.Dense(hp.dim, name="ffn_output", **dense)
         self.ffn_norm = _layer_norm(hp.layer_norm_epsilon, "ffn_norm", self.dtype_policy)
@@ -122,14 +125,15 @@ class TransformerEncoder(ModuleBase):
         "multihead_attention.initializer": "Attention kernel initializer; None: `initializer`.",
         "poswise_feedforward.dim": "Inner size of the feed-forward network.",
         "poswise_feedforward.activation": (
-            "Activation of the feed-forward network: a registered name ('relu', 'gelu' is the "
-            "exact erf form) or {type, kwargs}."
+            "Activation of the feed-forward network ({type, kwargs}, or a registered name alone: "
+            "'relu', 'gelu' is the exact erf form, {type: gelu, kwargs: {approximate: true}} "
+            "the tanh approximation)."
         ),
         "embedding_dropout": "Dropout on the inputs.",
         "residual_dropout": "Dropout on each sub-layer's output, before the residual sum.",
         "norm": "'post' (BERT: add, then layer norm) or 'pre' (layer norm, then sub-layer).",
         "layer_norm_epsilon": "Epsilon of every layer norm.",
-        "initializer": "Kernel initializer of every dense layer ({type, kwargs}); None: Keras'.",
+        "initializer": "Kernel initializer of every dense layer ({type, kwargs}).",
         "name": "Layer name.",
     }
 
@@ -138,9 +142,26 @@ class TransformerEncoder(ModuleBase):
         hp = self.hparams
         if hp.norm not in _NORMS:
             raise HParamsError(f"expected one of {_NORMS}, got {hp.norm!r}", "norm")
-        for key in ("dim", "num_blocks"):
-            if hp[key] < 1:
-                raise HParamsError(f"expected a positive int, got {hp[key]}", key)
+        for key in ("dim", "num_blocks", "poswise_feedforward.dim"):
+            value = hp.poswise_feedforward.dim if key == "poswise_feedforward.dim" else hp[key]
+            if value < 1:
+                raise HParamsError(f"expected a positive int, got {value}", key)
+        if not hp.layer_norm_epsilon > 0:
+            raise HParamsError(
+                f"expected a positive number, got {hp.layer_norm_epsilon}", "layer_norm_epsilon"
+            )
+        attention = hp.multihead_attention
+        if attention.num_heads < 1 or (attention.num_units or hp.dim) % attention.num_heads:
+            raise HParamsError(
+                f"num_heads={attention.num_heads} must be positive and divide num_units="
+                f"{attention.num_units or hp.dim}",
+                "multihead_attention.num_heads",
+            )
+        if not 0.0 <= attention.dropout_rate < 1.0:
+            raise HParamsError(
+                f"expected a rate in [0, 1), got {attention.dropout_rate}",
+                "multihead_attention.dropout_rate",
+            )
         for key in ("embedding_dropout", "residual_dropout"):
             if not 0.0 <= hp[key] < 1.0:
                 raise HParamsError(f"expected a rate in [0, 1), got {hp[key]}", key)
@@ -169,7 +190,7 @@ class TransformerEncoder(ModuleBase):
                 "use_bias": True,
                 "initializer": None,
             },
-            "poswise_feedforward": {"dim": 2048, "activation": "relu"},
+            "poswise_feedforward": {"dim": 2048, "activation": {"type": "relu", "kwargs": {}}},
             "embedding_dropout": 0.1,
             "residual_dropout": 0.1,
             "norm": "pre",
