@@ -102,17 +102,8 @@ class BERTMaskedLMHead(ModuleBase):
         return logits + ops.cast(self.output_bias, self.compute_dtype)
 
 
-class BERTNextSentenceHead(ModuleBase):
-    """BERT's next-sentence head: ``dense(pooled_output)`` with two classes.
-
-    Class 0 means sentence B follows A in the corpus, 1 means B is a random sentence.
-
-    Call arguments:
-        pooled_output: ``[batch, hidden_size]``.
-
-    Returns:
-        ``[batch, 2]`` logits in the layer's compute dtype.
-    """
+class _TwoLogits(ModuleBase):
+    """A dense layer to two logits over the last axis (shared by the heads below)."""
 
     HPARAMS_DOC = {
         "initializer_range": "Stddev of the truncated-normal initializer.",
@@ -128,13 +119,26 @@ class BERTNextSentenceHead(ModuleBase):
             dtype=self.dtype_policy,
         )
 
+    def build(self, shape: Any, *args: Any, **kwargs: Any) -> None:
+        self.dense.build((*[None] * (len(shape) - 1), shape[-1]))
+        self.built = True
+
+
+class BERTNextSentenceHead(_TwoLogits):
+    """BERT's next-sentence head: ``dense(pooled_output)`` with two classes.
+
+    Class 0 means sentence B follows A in the corpus, 1 means B is a random sentence.
+
+    Call arguments:
+        pooled_output: ``[batch, hidden_size]``.
+
+    Returns:
+        ``[batch, 2]`` logits in the layer's compute dtype.
+    """
+
     @classmethod
     def default_hparams(cls) -> dict:
         return {"initializer_range": 0.02, "name": "nsp_head"}
-
-    def build(self, shape: Any, *args: Any, **kwargs: Any) -> None:
-        self.dense.build((None, shape[-1]))
-        self.built = True
 
     def call(self, pooled_output: Any) -> Any:
         return self.dense(pooled_output)
@@ -260,7 +264,7 @@ class TokenTaggingHead(ModuleBase):
         return self.dense(hidden_states)
 
 
-class SpanHead(ModuleBase):
+class SpanHead(_TwoLogits):
     """Start and end logits of an answer span (extractive QA, as BERT does SQuAD).
 
     Call arguments:
@@ -271,27 +275,9 @@ class SpanHead(ModuleBase):
         ``(start_logits, end_logits)``, each ``[batch, time]``, in the layer's compute dtype.
     """
 
-    HPARAMS_DOC = {
-        "initializer_range": "Stddev of the truncated-normal initializer.",
-        "name": "Layer name.",
-    }
-
-    def __init__(self, hparams: Any = None, **kwargs: Any):
-        super().__init__(hparams, **kwargs)
-        self.dense = keras.layers.Dense(
-            2,
-            kernel_initializer=_truncated_normal(self.hparams.initializer_range),
-            name="dense",
-            dtype=self.dtype_policy,
-        )
-
     @classmethod
     def default_hparams(cls) -> dict:
         return {"initializer_range": 0.02, "name": "span_head"}
-
-    def build(self, shape: Any, *args: Any, **kwargs: Any) -> None:
-        self.dense.build((None, None, shape[-1]))
-        self.built = True
 
     def call(self, hidden_states: Any, sequence_length: Any = None) -> tuple[Any, Any]:
         logits = self.dense(hidden_states)
