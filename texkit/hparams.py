@@ -32,7 +32,15 @@ from typing import Any
 
 import yaml
 
-__all__ = ["HParams", "HParamsError", "apply_overrides", "hparams_scope"]
+__all__ = [
+    "HParams",
+    "HParamsError",
+    "apply_overrides",
+    "check_positive",
+    "check_positive_int",
+    "check_rate",
+    "hparams_scope",
+]
 
 
 class _SafeLoader(yaml.SafeLoader):
@@ -108,6 +116,43 @@ def hparams_scope(path: str) -> Iterator[None]:
         yield
     except HParamsError as error:
         raise HParamsError(error.message, _join(path, error.path) if error.path else path) from None
+
+
+def _at(hparams: Mapping, path: str) -> Any:
+    node: Any = hparams
+    for key in path.split("."):
+        node = node[key]
+    return node
+
+
+def check_positive_int(hparams: Mapping, *paths: str, optional: bool = False) -> None:
+    """Raises :class:`HParamsError` naming the first of ``paths`` that is not an int >= 1.
+
+    With ``optional``, ``None`` is accepted too.
+    """
+    for path in paths:
+        value = _at(hparams, path)
+        if optional and value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            expected = "None or a positive int" if optional else "a positive int"
+            raise HParamsError(f"expected {expected}, got {value!r}", path)
+
+
+def check_positive(hparams: Mapping, *paths: str) -> None:
+    """Raises :class:`HParamsError` naming the first of ``paths`` that is not a number > 0."""
+    for path in paths:
+        value = _at(hparams, path)
+        if not value > 0:
+            raise HParamsError(f"expected a positive number, got {value!r}", path)
+
+
+def check_rate(hparams: Mapping, *paths: str) -> None:
+    """Raises :class:`HParamsError` naming the first of ``paths`` outside ``[0, 1)``."""
+    for path in paths:
+        value = _at(hparams, path)
+        if not 0.0 <= value < 1.0:
+            raise HParamsError(f"expected a rate in [0, 1), got {value!r}", path)
 
 
 def _join(path: str, key: Any) -> str:

@@ -19,7 +19,7 @@ import keras
 from keras import ops
 
 from texkit.core.layers import get_initializer
-from texkit.hparams import HParamsError
+from texkit.hparams import HParamsError, check_positive_int, check_rate
 from texkit.modules.base import ModuleBase
 
 __all__ = ["MultiHeadAttention", "attention_bias", "sequence_mask"]
@@ -92,16 +92,13 @@ class MultiHeadAttention(ModuleBase):
     def __init__(self, hparams: Any = None, **kwargs: Any):
         super().__init__(hparams, **kwargs)
         hp = self.hparams
-        for key in ("num_units", "output_dim"):
-            if hp[key] < 1:
-                raise HParamsError(f"expected a positive int, got {hp[key]}", key)
+        check_positive_int(hp, "num_units", "output_dim")
         if hp.num_heads < 1 or hp.num_units % hp.num_heads:
             raise HParamsError(
                 f"num_heads={hp.num_heads} must be positive and divide num_units={hp.num_units}",
                 "num_heads",
             )
-        if not 0.0 <= hp.dropout_rate < 1.0:
-            raise HParamsError(f"expected a rate in [0, 1), got {hp.dropout_rate}", "dropout_rate")
+        check_rate(hp, "dropout_rate")
         dense = {
             "use_bias": hp.use_bias,
             "dtype": self.dtype_policy,

@@ -21,7 +21,7 @@ from keras import ops
 
 from texkit.core.attention import sequence_mask
 from texkit.core.layers import get_activation
-from texkit.hparams import HParamsError, hparams_scope
+from texkit.hparams import check_positive_int, check_rate, hparams_scope
 from texkit.modules.base import ModuleBase
 from texkit.modules.encoders.bert_encoder import BERTEncoder, bert_activation
 
@@ -236,10 +236,8 @@ class TokenTaggingHead(ModuleBase):
     def __init__(self, hparams: Any = None, **kwargs: Any):
         super().__init__(hparams, **kwargs)
         hp = self.hparams
-        if hp.num_classes < 1:
-            raise HParamsError(f"expected a positive int, got {hp.num_classes}", "num_classes")
-        if not 0.0 <= hp.dropout < 1.0:
-            raise HParamsError(f"expected a rate in [0, 1), got {hp.dropout}", "dropout")
+        check_positive_int(hp, "num_classes")
+        check_rate(hp, "dropout")
         self.dense = keras.layers.Dense(
             hp.num_classes,
             kernel_initializer=_truncated_normal(hp.initializer_range),

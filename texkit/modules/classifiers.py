@@ -10,7 +10,7 @@ from keras import ops
 
 from texkit.core.attention import sequence_mask
 from texkit.core.layers import MaskedMeanPooling
-from texkit.hparams import HParamsError, hparams_scope
+from texkit.hparams import HParamsError, check_positive_int, check_rate, hparams_scope
 from texkit.modules.base import ModuleBase
 from texkit.modules.encoders.bert_encoder import BERTEncoder
 
@@ -69,24 +69,11 @@ class BERTClassifier(ModuleBase):
             raise HParamsError(
                 f"expected one of {_STRATEGIES}, got {hp.clas_strategy!r}", "clas_strategy"
             )
-        if (
-            isinstance(hp.num_classes, bool)
-            or not isinstance(hp.num_classes, int)
-            or (hp.num_classes < 1)
-        ):
-            raise HParamsError(f"expected a positive int, got {hp.num_classes!r}", "num_classes")
+        check_positive_int(hp, "num_classes")
+        check_positive_int(hp, "max_seq_length", optional=True)
         if hp.clas_strategy == "all_time" and not hp.max_seq_length:
             raise HParamsError("clas_strategy 'all_time' needs max_seq_length", "max_seq_length")
-        if not 0.0 <= hp.dropout < 1.0:
-            raise HParamsError(f"expected a rate in [0, 1), got {hp.dropout}", "dropout")
-        if hp.max_seq_length is not None and (
-            isinstance(hp.max_seq_length, bool)
-            or not isinstance(hp.max_seq_length, int)
-            or hp.max_seq_length < 1
-        ):
-            raise HParamsError(
-                f"expected None or a positive int, got {hp.max_seq_length!r}", "max_seq_length"
-            )
+        check_rate(hp, "dropout")
         with hparams_scope("encoder"):
             self.encoder = BERTEncoder(hp.encoder, dtype=self.dtype_policy)
         self.pooling = MaskedMeanPooling(dtype=self.dtype_policy)

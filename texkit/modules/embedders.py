@@ -28,7 +28,7 @@ import tensorflow as tf
 from keras import ops
 
 from texkit.core.layers import get_initializer
-from texkit.hparams import HParams, HParamsError
+from texkit.hparams import HParams, HParamsError, check_positive_int, check_rate
 from texkit.modules.base import ModuleBase
 
 __all__ = ["WordEmbedder", "PositionEmbedder", "SinusoidsPositionEmbedder"]
@@ -62,10 +62,8 @@ def _embedder_defaults(name: str, dim: int) -> dict:
 
 
 def _check_common(hp: HParams) -> None:
-    if hp.dim < 1:
-        raise HParamsError(f"expected a positive int, got {hp.dim}", "dim")
-    if not 0.0 <= hp.dropout_rate < 1.0:
-        raise HParamsError(f"expected a rate in [0, 1), got {hp.dropout_rate}", "dropout_rate")
+    check_positive_int(hp, "dim")
+    check_rate(hp, "dropout_rate")
     if hp.dropout_strategy not in _DROPOUT_STRATEGIES:
         raise HParamsError(
             f"expected one of {_DROPOUT_STRATEGIES}, got {hp.dropout_strategy!r}",
@@ -389,8 +387,7 @@ class SinusoidsPositionEmbedder(ModuleBase):
         **kwargs: Any,
     ):
         super().__init__(hparams, **kwargs)
-        if self.hparams.dim < 1:
-            raise HParamsError(f"expected a positive int, got {self.hparams.dim}", "dim")
+        check_positive_int(self.hparams, "dim")
         # Written so that NaN fails too.
         if not 1.0 < self.hparams.max_timescale < np.inf:
             raise HParamsError(

@@ -13,7 +13,7 @@ from typing import Any
 import keras
 from keras import ops
 
-from texkit.hparams import HParamsError
+from texkit.hparams import HParamsError, check_positive, check_positive_int, check_rate
 from texkit.modules.base import ModuleBase
 from texkit.modules.embedders import PositionEmbedder, WordEmbedder
 from texkit.modules.encoders.transformer_encoder import TransformerEncoder
@@ -93,7 +93,8 @@ class BERTEncoder(ModuleBase):
     def __init__(self, hparams: Any = None, **kwargs: Any):
         super().__init__(hparams, **kwargs)
         hp = self.hparams
-        for key in (
+        check_positive_int(
+            hp,
             "vocab_size",
             "hidden_size",
             "num_hidden_layers",
@@ -101,21 +102,15 @@ class BERTEncoder(ModuleBase):
             "intermediate_size",
             "max_position_embeddings",
             "type_vocab_size",
-        ):
-            if isinstance(hp[key], bool) or not isinstance(hp[key], int) or hp[key] < 1:
-                raise HParamsError(f"expected a positive int, got {hp[key]!r}", key)
+        )
         if hp.hidden_size % hp.num_attention_heads:
             raise HParamsError(
                 f"num_attention_heads={hp.num_attention_heads} must divide "
                 f"hidden_size={hp.hidden_size}",
                 "num_attention_heads",
             )
-        for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
-            if not 0.0 <= hp[key] < 1.0:
-                raise HParamsError(f"expected a rate in [0, 1), got {hp[key]}", key)
-        for key in ("layer_norm_eps", "initializer_range"):
-            if not hp[key] > 0:
-                raise HParamsError(f"expected a positive number, got {hp[key]}", key)
+        check_rate(hp, "hidden_dropout_prob", "attention_probs_dropout_prob")
+        check_positive(hp, "layer_norm_eps", "initializer_range")
         activation = bert_activation(hp.hidden_act)
         initializer = {
             "type": "TruncatedNormal",

@@ -21,7 +21,7 @@ import keras
 
 from texkit.core.attention import MultiHeadAttention
 from texkit.core.layers import get_activation, get_initializer
-from texkit.hparams import HParamsError
+from texkit.hparams import HParamsError, check_positive, check_positive_int, check_rate
 from texkit.modules.base import ModuleBase
 
 __all__ = ["TransformerEncoder"]
@@ -142,14 +142,8 @@ class TransformerEncoder(ModuleBase):
         hp = self.hparams
         if hp.norm not in _NORMS:
             raise HParamsError(f"expected one of {_NORMS}, got {hp.norm!r}", "norm")
-        for key in ("dim", "num_blocks", "poswise_feedforward.dim"):
-            value = hp.poswise_feedforward.dim if key == "poswise_feedforward.dim" else hp[key]
-            if value < 1:
-                raise HParamsError(f"expected a positive int, got {value}", key)
-        if not hp.layer_norm_epsilon > 0:
-            raise HParamsError(
-                f"expected a positive number, got {hp.layer_norm_epsilon}", "layer_norm_epsilon"
-            )
+        check_positive_int(hp, "dim", "num_blocks", "poswise_feedforward.dim")
+        check_positive(hp, "layer_norm_epsilon")
         attention = hp.multihead_attention
         if attention.num_heads < 1 or (attention.num_units or hp.dim) % attention.num_heads:
             raise HParamsError(
@@ -157,14 +151,7 @@ class TransformerEncoder(ModuleBase):
                 f"{attention.num_units or hp.dim}",
                 "multihead_attention.num_heads",
             )
-        if not 0.0 <= attention.dropout_rate < 1.0:
-            raise HParamsError(
-                f"expected a rate in [0, 1), got {attention.dropout_rate}",
-                "multihead_attention.dropout_rate",
-            )
-        for key in ("embedding_dropout", "residual_dropout"):
-            if not 0.0 <= hp[key] < 1.0:
-                raise HParamsError(f"expected a rate in [0, 1), got {hp[key]}", key)
+        check_rate(hp, "multihead_attention.dropout_rate", "embedding_dropout", "residual_dropout")
         initializer = get_initializer(hp.initializer)
         self.input_norm = None
         if hp.norm == "post":
