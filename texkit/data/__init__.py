@@ -1,4 +1,7 @@
-"""texkit data: tokenizers and ``tf.data`` input pipelines."""
+"""texkit data: vocabularies, tokenizers and ``tf.data`` input pipelines.
+
+The bad-input policy every text dataset follows is documented in :mod:`texkit.data.sources`.
+"""
 
 from texkit.data import bert_pretraining
 from texkit.data.bert_pretraining import (
@@ -8,14 +11,31 @@ from texkit.data.bert_pretraining import (
     pack_pair,
     pretraining_dataset,
 )
+from texkit.data.data_base import DataBase, FieldReport, InputReport
+from texkit.data.scalar_data import MultiAlignedData, ScalarData
+from texkit.data.text_data import MonoTextData, PairedTextData
+from texkit.data.tfrecord_data import TFRecordData, write_tfrecords
 from texkit.data.tokenizers import BERTTokenizer
+from texkit.data.vocab import Vocab, make_vocab, split_tokens
 
 __all__ = [
     "BERTTokenizer",
+    "DataBase",
+    "FieldReport",
+    "InputReport",
     "MaskedLMMasker",
+    "MonoTextData",
+    "MultiAlignedData",
     "NSPInstances",
+    "PairedTextData",
+    "ScalarData",
+    "TFRecordData",
+    "Vocab",
     "bert_pretraining",
     "make_nsp_pairs",
+    "make_vocab",
     "pack_pair",
     "pretraining_dataset",
+    "split_tokens",
+    "write_tfrecords",
 ]

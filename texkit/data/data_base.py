@@ -1,0 +1,462 @@
+"""The part every dataset shares: scanning the input, then shuffling, repeating, batching,
+bucketing, sharding and prefetching it.
+
+A dataset is made of *fields*: one per aligned input (the text of :class:`MonoTextData`; the
+source and target of :class:`PairedTextData`; each member of :class:`MultiAlignedData`). A field
+knows how to read its raw records, check them against the bad-input policy
+(:mod:`texkit.data.sources`) and turn one record into tensors. :class:`DataBase` zips the fields,
+scans them once at construction (counts, errors, aligned line counts) and builds the
+``tf.data`` pipeline:
+
+    read -> zip fields -> shard (per input pipeline) -> check, drop skipped examples -> shuffle
+    -> repeat -> process (tokenize, look up ids, truncate) -> batch or bucket -> prefetch
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import tensorflow as tf
+
+from texkit.configurable import Configurable
+from texkit.data import sources
+from texkit.hparams import HParamsError, check_positive_int
+
+__all__ = ["DataBase", "FieldReport", "InputReport"]
+
+logger = logging.getLogger("texkit")
+
+_NO_ERROR = 2**62
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldReport:
+    """What the scan found in one field's input.
+
+    Attributes:
+        field: the field's name (``"text"``, ``"source"``, a ``data_name``).
+        sources: the files (or ``tfds:name[split]``) it read.
+        records: records (lines) read.
+        counts: ``{problem: number of records}``, e.g. ``{"invalid_utf8": 2, "empty": 1}``.
+        actions: ``{problem: what was done}``, e.g. ``{"invalid_utf8": "replaced"}``.
+    """
+
+    field: str
+    sources: tuple[str, ...]
+    records: int
+    counts: Mapping[str, int]
+    actions: Mapping[str, str]
+
+    def __str__(self) -> str:
+        problems = [
+            f"{count} {problem.replace('_', ' ')} ({self.actions[problem]})"
+            for problem, count in self.counts.items()
+            if count
+        ]
+        where = ", ".join(self.sources)
+        return f"{self.field}: {self.records} records from {where}" + (
+            "; " + "; ".join(problems) if problems else ""
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class InputReport:
+    """The scan of a dataset's input: per field counts, and the examples of one epoch.
+
+    Attributes:
+        fields: one :class:`FieldReport` per field.
+        examples: examples in one epoch (before sharding), after skipping.
+        skipped: examples dropped by the bad-input policy.
+    """
+
+    fields: tuple[FieldReport, ...]
+    examples: int
+    skipped: int
+
+    @property
+    def clean(self) -> bool:
+        """Whether nothing was skipped or repaired."""
+        return not self.skipped and not any(any(f.counts.values()) for f in self.fields)
+
+    def __str__(self) -> str:
+        lines = [f"{self.examples} examples, {self.skipped} skipped"]
+        lines += [f"  {field}" for field in self.fields]
+        return "\n".join(lines)
+
+
+class Field:
+    """One aligned input of a dataset; subclasses implement the four methods below."""
+
+    is_sequence = False  # whether it gives a length to bucket by
+    max_length: int | None = None  # its longest length (None: unbounded)
+
+    def __init__(self, name: str, key: str, hparams: Any):
+        self.name, self.key, self.hparams = name, key, hparams
+
+    def read_files(self) -> tuple[list[str], tf.data.Dataset]:
+        """(paths, dataset of ``(file_index, line_number, raw record)``)."""
+        raise NotImplementedError
+
+    def from_tfds(self, example: Mapping[str, Any]) -> Any:
+        """The raw value of this field in a tensorflow-datasets example."""
+        feature = self.hparams.tfds_feature
+        if feature not in example:
+            raise ValueError(
+                f"hparams '{self.key}.tfds_feature': the dataset has no feature {feature!r}; "
+                f"it has {sorted(example)}"
+            )
+        return example[feature]
+
+    def check(self, raw: Any) -> tuple[Any, dict[str, Any], Any, Any]:
+        """``(clean value, {problem: bool}, skip: bool, error: bool)`` for one raw record."""
+        raise NotImplementedError
+
+    def error_message(self, record: bytes) -> str:
+        """Why a record :meth:`check` flagged as an error cannot be used."""
+        raise NotImplementedError
+
+    def actions(self) -> dict[str, str]:
+        """``{problem: what is done}`` for each problem :meth:`check` reports."""
+        raise NotImplementedError
+
+    def process(self, clean: Any) -> dict[str, Any]:
+        """The output tensors of one example (unbatched)."""
+        raise NotImplementedError
+
+    def padding(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(padded shapes, padding values) of :meth:`process`'s outputs."""
+        raise NotImplementedError
+
+    def length(self, outputs: Mapping[str, Any]) -> Any:
+        """The length used for bucketing (``None``: this field has none)."""
+        return None
+
+
+class DataBase(Configurable):
+    """Base of texkit's datasets: common hparams and the ``tf.data`` pipeline.
+
+    Use ``data.dataset`` (a ``tf.data.Dataset`` of dict batches), iterate over ``data``, or pass
+    ``data.make_dataset`` to ``strategy.distribute_datasets_from_function``: given a
+    ``tf.distribute.InputContext`` it reads its own shard of the examples and batches
+    ``batch_size // num_replicas_in_sync`` per replica.
+    """
+
+    HPARAMS_DOC = {
+        "num_epochs": "Passes over the data; -1 repeats forever.",
+        "batch_size": "Global batch size (per replica: divided by the replicas in sync).",
+        "drop_remainder": "Drop the last smaller batch (with pad_to_max_seq_length: static "
+        "shapes, as TPUs need).",
+        "shuffle": "Shuffle the examples.",
+        "shuffle_buffer_size": "Examples in the shuffle buffer.",
+        "seed": "Shuffle seed (None: a different order each run).",
+        "reshuffle_each_iteration": "A new order every epoch.",
+        "bucket_boundaries": "Length boundaries of buckets: examples of similar length are "
+        "batched together ([]: no bucketing).",
+        "bucket_batch_sizes": "Batch size per bucket, len(bucket_boundaries) + 1 of them ([]: "
+        "batch_size for every bucket).",
+        "batch_tokens": "Token budget per batch (0: off): each bucket's batch size is the budget "
+        "divided by its longest length; buckets grow by 10% from 8 when bucket_boundaries is [].",
+        "num_parallel_calls": "Parallel calls of the processing map (-1: tf.data.AUTOTUNE).",
+        "prefetch_buffer_size": "Batches to prefetch (-1: AUTOTUNE, 0: none).",
+        "source": "Where examples come from: 'files' or 'tfds' (tensorflow-datasets).",
+        "tfds.name": "tensorflow-datasets name, e.g. 'wmt14_translate/de-en' (source: tfds).",
+        "tfds.split": "Its split, e.g. 'train' or 'train[:10%]'.",
+        "tfds.data_dir": "Where the prepared dataset is (None: tfds' default).",
+        "name": "Name of the dataset.",
+    }
+
+    def __init__(self, hparams: Any = None):
+        self._hparams = self.make_hparams(hparams)
+        self._check_common_hparams()
+        self._fields = self._make_fields()
+        self._report = self._scan()
+        self._dataset: tf.data.Dataset | None = None
+        level = logging.INFO if self._report.clean else logging.WARNING
+        logger.log(level, "%s: %s", self.hparams.name, self._report)
+
+    @classmethod
+    def default_hparams(cls) -> dict:
+        return {
+            "num_epochs": 1,
+            "batch_size": 64,
+            "drop_remainder": False,
+            "shuffle": True,
+            "shuffle_buffer_size": 10000,
+            "seed": None,
+            "reshuffle_each_iteration": True,
+            "bucket_boundaries": [],
+            "bucket_batch_sizes": [],
+            "batch_tokens": 0,
+            "num_parallel_calls": -1,
+            "prefetch_buffer_size": -1,
+            "source": "files",
+            "tfds": {"name": "", "split": "train", "data_dir": None},
+            "name": "data",
+        }
+
+    def _check_common_hparams(self) -> None:
+        hp = self.hparams
+        check_positive_int(hp, "batch_size", "shuffle_buffer_size")
+        if hp.num_epochs == 0 or hp.num_epochs < -1:
+            raise HParamsError(f"expected a positive int or -1, got {hp.num_epochs}", "num_epochs")
+        if hp.seed is not None and (isinstance(hp.seed, bool) or not isinstance(hp.seed, int)):
+            raise HParamsError(f"expected None or an int, got {hp.seed!r}", "seed")
+        if hp.source not in ("files", "tfds"):
+            raise HParamsError(f"expected 'files' or 'tfds', got {hp.source!r}", "source")
+        boundaries = list(hp.bucket_boundaries)
+        if boundaries != sorted(set(boundaries)) or any(b < 1 for b in boundaries):
+            raise HParamsError(
+                f"expected increasing positive lengths, got {boundaries}", "bucket_boundaries"
+            )
+        sizes = list(hp.bucket_batch_sizes)
+        if sizes and len(sizes) != len(boundaries) + 1:
+            raise HParamsError(
+                f"expected len(bucket_boundaries) + 1 = {len(boundaries) + 1} sizes, got "
+                f"{len(sizes)}",
+                "bucket_batch_sizes",
+            )
+        if sizes and hp.batch_tokens:
+            raise HParamsError("give bucket_batch_sizes or batch_tokens, not both", "batch_tokens")
+        if hp.batch_tokens < 0:
+            raise HParamsError(
+                f"expected 0 (off) or a positive int, got {hp.batch_tokens}", "batch_tokens"
+            )
+
+    # -- Subclass hooks ------------------------------------------------------------------------
+
+    def _make_fields(self) -> list[Field]:
+        raise NotImplementedError
+
+    def _max_length(self) -> int | None:
+        """The longest possible bucketing length (None: unbounded)."""
+        bounds = [field.max_length for field in self._fields if field.is_sequence]
+        return None if not bounds or None in bounds else max(bounds)
+
+    # -- Reading and scanning ------------------------------------------------------------------
+
+    def _tfds(self) -> tf.data.Dataset:
+        tfds_hp = self.hparams.tfds
+        return sources.tfds_examples(tfds_hp.name, tfds_hp.split, tfds_hp.data_dir, "tfds")
+
+    def _field_records(self) -> list[tuple[list[str], tf.data.Dataset]]:
+        """Per field: (source names, dataset of (file index, line number, raw record))."""
+        if self.hparams.source == "files":
+            return [field.read_files() for field in self._fields]
+        tfds_hp = self.hparams.tfds
+        examples = self._tfds().enumerate(start=1)
+        where = [f"tfds:{tfds_hp.name}[{tfds_hp.split}]"]
+        records = []
+        for field in self._fields:
+            field.from_tfds(examples.element_spec[1])  # checks the feature exists
+            records.append((where, examples.map(lambda n, ex, f=field: (0, n, f.from_tfds(ex)))))
+        return records
+
+    def _raw_examples(self) -> tf.data.Dataset:
+        """A tuple of raw records per example, the fields zipped."""
+        records = [dataset.map(lambda i, n, raw: raw) for _, dataset in self._field_records()]
+        return tf.data.Dataset.zip(tuple(records))
+
+    def _scan_field(self, field: Field, dataset: tf.data.Dataset) -> tuple[Any, ...]:
+        problems = list(field.actions())
+
+        def flags(index: Any, number: Any, raw: Any) -> tuple[Any, ...]:
+            _, found, skip, error = field.check(raw)
+            counts = [tf.cast(found[problem], tf.int64) for problem in problems]
+            counts += [tf.cast(skip, tf.int64), tf.constant(1, tf.int64)]
+            where = tf.stack([tf.cast(index, tf.int64), tf.cast(number, tf.int64)])
+            text = raw if raw.dtype == tf.string else tf.strings.as_string(raw)
+            return tf.stack(counts), error, where, text
+
+        def add(state: Any, item: Any) -> Any:
+            counts, first, first_text = state
+            new_counts, error, where, text = item
+            # Records arrive in order, so the first error seen is the earliest.
+            take = tf.logical_and(error, first[0] == _NO_ERROR)
+            return (
+                counts + new_counts,
+                tf.where(take, where, first),
+                tf.where(take, text, first_text),
+            )
+
+        initial = (
+            tf.zeros(len(problems) + 2, tf.int64),
+            tf.constant([_NO_ERROR, _NO_ERROR], tf.int64),
+            tf.constant(""),
+        )
+        counts, first, text = dataset.map(flags).reduce(initial, add)
+        counts = counts.numpy().tolist()
+        found = dict(zip(problems, counts[:-2], strict=True))
+        return found, counts[-2], counts[-1], (first.numpy().tolist(), text.numpy())
+
+    def _scan(self) -> InputReport:
+        reports, skips, totals = [], [], []
+        for field, (names, dataset) in zip(self._fields, self._field_records(), strict=True):
+            counts, skipped, records, (first, text) = self._scan_field(field, dataset)
+            if first[0] != _NO_ERROR:
+                where = f"{names[first[0]]}:{first[1]}"
+                raise ValueError(f"{where}: {field.error_message(text)} (hparams '{field.key}')")
+            reports.append(FieldReport(field.name, tuple(names), records, counts, field.actions()))
+            skips.append(skipped)
+            totals.append(records)
+        if len(set(totals)) > 1:
+            described = "; ".join(
+                f"{r.field} ({', '.join(r.sources)}): {r.records} lines" for r in reports
+            )
+            raise ValueError(f"aligned inputs have different numbers of lines: {described}")
+        total = totals[0]
+        if sum(1 for s in skips if s) <= 1:
+            skipped = max(skips)
+        else:
+            skips_of = self._checked().map(lambda cleans, skip: tf.cast(skip, tf.int64))
+            skipped = int(skips_of.reduce(tf.constant(0, tf.int64), lambda a, b: a + b))
+        return InputReport(tuple(reports), total - skipped, skipped)
+
+    def _checked(self, dataset: tf.data.Dataset | None = None) -> tf.data.Dataset:
+        """(tuple of clean values, skip) per raw example."""
+        dataset = self._raw_examples() if dataset is None else dataset
+
+        def check(*raws: Any) -> tuple[Any, Any]:
+            cleans, skip = [], tf.constant(False)
+            for field, raw in zip(self._fields, raws, strict=True):
+                clean, _, field_skip, _ = field.check(raw)
+                cleans.append(clean)
+                skip = tf.logical_or(skip, field_skip)
+            return tuple(cleans), skip
+
+        return dataset.map(check, num_parallel_calls=self._parallel())
+
+    # -- The pipeline --------------------------------------------------------------------------
+
+    @property
+    def report(self) -> InputReport:
+        """What the scan at construction found (counts of skipped and repaired records)."""
+        return self._report
+
+    @property
+    def num_examples(self) -> int:
+        """Examples in one epoch, before sharding."""
+        return self._report.examples
+
+    def _parallel(self) -> int:
+        calls = self.hparams.num_parallel_calls
+        return tf.data.AUTOTUNE if calls == -1 else calls
+
+    def _process(self, cleans: Sequence[Any]) -> dict[str, Any]:
+        outputs: dict[str, Any] = {}
+        for field, clean in zip(self._fields, cleans, strict=True):
+            outputs.update(field.process(clean))
+        return outputs
+
+    def _padding(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        shapes: dict[str, Any] = {}
+        values: dict[str, Any] = {}
+        for field in self._fields:
+            field_shapes, field_values = field.padding()
+            shapes.update(field_shapes)
+            values.update(field_values)
+        return shapes, values
+
+    def _length(self, outputs: Mapping[str, Any]) -> Any:
+        lengths = [field.length(outputs) for field in self._fields]
+        lengths = [length for length in lengths if length is not None]
+        if not lengths:
+            raise HParamsError(
+                f"{type(self).__name__} has no sequence to bucket by", "bucket_boundaries"
+            )
+        return tf.reduce_max(tf.stack(lengths))
+
+    def _bucket_sizes(self, batch_size: int, replicas: int) -> tuple[list[int], list[int]]:
+        hp = self.hparams
+        boundaries = list(hp.bucket_boundaries)
+        if hp.batch_tokens:
+            longest = self._max_length()
+            if longest is None:
+                raise HParamsError("token-budget batching needs max_seq_length", "batch_tokens")
+            if not boundaries:
+                bound = 8
+                while bound < longest:
+                    boundaries.append(bound)
+                    bound = max(bound + 1, int(bound * 1.1))
+            uppers = [b - 1 for b in boundaries] + [
+                max(longest, boundaries[-1] if boundaries else 1)
+            ]
+            budget = hp.batch_tokens // replicas
+            return boundaries, [max(1, budget // upper) for upper in uppers]
+        if hp.bucket_batch_sizes:
+            sizes = [_per_replica(s, replicas, "bucket_batch_sizes") for s in hp.bucket_batch_sizes]
+            return boundaries, sizes
+        return boundaries, [batch_size] * (len(boundaries) + 1)
+
+    def make_dataset(
+        self, input_context: tf.distribute.InputContext | None = None
+    ) -> tf.data.Dataset:
+        """Builds the pipeline; with ``input_context``, this input pipeline's shard of it.
+
+        Sharding is by example (every ``num_input_pipelines``-th example after the scan's
+        order), so the pipelines' shards are disjoint and together hold every example.
+        """
+        hp = self.hparams
+        replicas = input_context.num_replicas_in_sync if input_context else 1
+        batch_size = _per_replica(hp.batch_size, replicas, "batch_size")
+        dataset = self._raw_examples()
+        if input_context is not None and input_context.num_input_pipelines > 1:
+            dataset = dataset.shard(
+                input_context.num_input_pipelines, input_context.input_pipeline_id
+            )
+        dataset = self._checked(dataset)
+        dataset = dataset.filter(lambda cleans, skip: tf.logical_not(skip))
+        dataset = dataset.map(lambda cleans, skip: cleans)
+        if hp.shuffle:
+            dataset = dataset.shuffle(
+                hp.shuffle_buffer_size,
+                seed=hp.seed,
+                reshuffle_each_iteration=hp.reshuffle_each_iteration,
+            )
+        if hp.num_epochs != 1:
+            dataset = dataset.repeat(None if hp.num_epochs == -1 else hp.num_epochs)
+        dataset = dataset.map(
+            lambda *cleans: self._process(cleans),
+            num_parallel_calls=self._parallel(),
+            deterministic=hp.seed is not None or not hp.shuffle,
+        )
+        shapes, values = self._padding()
+        if hp.bucket_boundaries or hp.batch_tokens:
+            boundaries, sizes = self._bucket_sizes(batch_size, replicas)
+            dataset = dataset.bucket_by_sequence_length(
+                self._length,
+                boundaries,
+                sizes,
+                padded_shapes=shapes,
+                padding_values=values,
+                drop_remainder=hp.drop_remainder,
+            )
+        else:
+            dataset = dataset.padded_batch(
+                batch_size,
+                padded_shapes=shapes,
+                padding_values=values,
+                drop_remainder=hp.drop_remainder,
+            )
+        if hp.prefetch_buffer_size:
+            size = hp.prefetch_buffer_size
+            dataset = dataset.prefetch(tf.data.AUTOTUNE if size == -1 else size)
+        return dataset
+
+    @property
+    def dataset(self) -> tf.data.Dataset:
+        """The whole pipeline (built once): a ``tf.data.Dataset`` of dict batches."""
+        if self._dataset is None:
+            self._dataset = self.make_dataset()
+        return self._dataset
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.dataset)
+
+
+def _per_replica(size: int, replicas: int, key: str) -> int:
+    if size % replicas:
+        raise HParamsError(f"{size} does not divide evenly among {replicas} replicas in sync", key)
+    return size // replicas

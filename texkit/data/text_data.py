@@ -1,0 +1,275 @@
+"""Text datasets: :class:`MonoTextData` (one text per example) and :class:`PairedTextData`
+(source and target, e.g. for translation).
+
+Each example of a text field gives three tensors (prefixed ``source_`` / ``target_`` in paired
+data):
+
+* ``text``: the tokens, with ``bos_token``/``eos_token`` added, padded with the vocabulary's pad
+  token (so ``vocab.map_ids_to_tokens(text_ids)`` equals ``text``);
+* ``text_ids``: their int32 ids, padded with 0 (``<PAD>``'s id);
+* ``length``: int32, the number of tokens, BOS and EOS included.
+
+``max_seq_length`` counts tokens *without* BOS and EOS, as in Texar, so with
+``pad_to_max_seq_length`` the time axis is ``max_seq_length`` plus the special tokens added.
+Lines go through the bad-input policy of :mod:`texkit.data.sources` (empty lines, invalid UTF-8,
+over-long lines), and every skipped or repaired line is counted in ``data.report``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+
+from texkit.data import sources
+from texkit.data.data_base import DataBase, Field
+from texkit.data.vocab import Vocab, split_tokens
+from texkit.hparams import HParamsError, check_positive_int
+
+__all__ = ["MonoTextData", "PairedTextData", "TextField", "text_field_defaults", "TEXT_FIELD_DOC"]
+
+_MODES = {
+    "length_filter_mode": ("truncate", "discard"),
+    "empty_line_mode": ("skip", "keep"),
+    "invalid_utf8_mode": ("replace", "skip", "error"),
+}
+
+
+def text_field_defaults(bos_token: str = "<BOS>", tfds_feature: str = "text") -> dict:
+    """The hparams of one text input (``dataset`` of MonoTextData, ``source_dataset`` ...)."""
+    return {
+        "files": [],
+        "compression_type": "",
+        "vocab_file": "",
+        "delimiter": None,
+        "bos_token": bos_token,
+        "eos_token": "<EOS>",
+        "max_seq_length": None,
+        "length_filter_mode": "truncate",
+        "pad_to_max_seq_length": False,
+        "empty_line_mode": "skip",
+        "invalid_utf8_mode": "replace",
+        "tfds_feature": tfds_feature,
+    }
+
+
+TEXT_FIELD_DOC = {
+    "files": "Text files (paths or glob patterns, any tf.io.gfile path), one example per line, "
+    "read in order.",
+    "compression_type": "'' , 'GZIP' or 'ZLIB'.",
+    "vocab_file": "Vocabulary file, one token per line (see tx.data.Vocab).",
+    "delimiter": "Token separator (None: runs of ASCII whitespace).",
+    "bos_token": "Token prepended to every sequence ('': none).",
+    "eos_token": "Token appended to every sequence ('': none).",
+    "max_seq_length": "Most tokens per sequence, BOS/EOS not counted (None: no limit).",
+    "length_filter_mode": "Longer lines: 'truncate' or 'discard' (counted either way).",
+    "pad_to_max_seq_length": "Pad every batch to max_seq_length (+ BOS/EOS): static shapes.",
+    "empty_line_mode": "Empty or blank lines: 'skip' or 'keep' (counted either way).",
+    "invalid_utf8_mode": "Lines with invalid UTF-8: 'replace' (with U+FFFD), 'skip' or "
+    "'error' (counted either way).",
+    "tfds_feature": "The text feature's name when source is 'tfds'.",
+}
+
+
+class TextField(Field):
+    """A text input: lines -> tokens -> ids, with the bad-input policy."""
+
+    is_sequence = True
+
+    def __init__(self, name: str, key: str, hparams: Any, prefix: str, vocab: Vocab | None = None):
+        super().__init__(name, key, hparams)
+        self.prefix = prefix
+        for mode, choices in _MODES.items():
+            if hparams[mode] not in choices:
+                raise HParamsError(
+                    f"expected one of {list(choices)}, got {hparams[mode]!r}", f"{key}.{mode}"
+                )
+        check_positive_int(hparams, "max_seq_length", optional=True)
+        if hparams.pad_to_max_seq_length and hparams.max_seq_length is None:
+            raise HParamsError(
+                "pad_to_max_seq_length needs max_seq_length", f"{key}.pad_to_max_seq_length"
+            )
+        if hparams.delimiter == "":
+            raise HParamsError("expected None or a non-empty string", f"{key}.delimiter")
+        if vocab is None:
+            if not hparams.vocab_file:
+                raise HParamsError("a vocabulary file is required", f"{key}.vocab_file")
+            vocab = Vocab(
+                hparams.vocab_file,
+                bos_token=hparams.bos_token or "<BOS>",
+                eos_token=hparams.eos_token or "<EOS>",
+            )
+        self.vocab = vocab
+        for token in ("bos_token", "eos_token"):
+            if hparams[token] and hparams[token] not in vocab.token_to_id_map_py:
+                raise HParamsError(f"{hparams[token]!r} is not in the vocabulary", f"{key}.{token}")
+        self.num_special = bool(hparams.bos_token) + bool(hparams.eos_token)
+
+    def read_files(self) -> tuple[list[str], tf.data.Dataset]:
+        paths = sources.check_files(list(self.hparams.files), f"{self.key}.files")
+        return paths, sources.numbered_lines(paths, self.hparams.compression_type)
+
+    def _tokens(self, line: Any) -> Any:
+        return split_tokens(tf.expand_dims(line, 0), self.hparams.delimiter).flat_values
+
+    def check(self, raw: Any) -> tuple[Any, dict[str, Any], Any, Any]:
+        hp = self.hparams
+        line, invalid, empty = sources.normalize_lines(raw)
+        too_long = tf.constant(False)
+        if hp.max_seq_length is not None:
+            too_long = tf.size(self._tokens(line)) > hp.max_seq_length
+        skip = tf.logical_and(too_long, hp.length_filter_mode == "discard")
+        skip = tf.logical_or(skip, tf.logical_and(empty, hp.empty_line_mode == "skip"))
+        skip = tf.logical_or(skip, tf.logical_and(invalid, hp.invalid_utf8_mode == "skip"))
+        error = tf.logical_and(invalid, hp.invalid_utf8_mode == "error")
+        found = {"invalid_utf8": invalid, "empty": empty, "too_long": too_long}
+        return line, found, skip, error
+
+    def error_message(self, record: bytes) -> str:
+        return "the line is not valid UTF-8 (invalid_utf8_mode is 'error')"
+
+    def actions(self) -> dict[str, str]:
+        hp = self.hparams
+        utf8 = {"replace": "replaced with U+FFFD", "skip": "skipped", "error": "error"}
+        length = {"truncate": "truncated", "discard": "discarded"}
+        return {
+            "invalid_utf8": utf8[hp.invalid_utf8_mode],
+            "empty": "skipped" if hp.empty_line_mode == "skip" else "kept",
+            "too_long": length[hp.length_filter_mode],
+        }
+
+    def process(self, clean: Any) -> dict[str, Any]:
+        hp = self.hparams
+        tokens = self._tokens(clean)
+        if hp.max_seq_length is not None:
+            tokens = tokens[: hp.max_seq_length]
+        parts = [tokens]
+        if hp.bos_token:
+            parts.insert(0, tf.constant([hp.bos_token]))
+        if hp.eos_token:
+            parts.append(tf.constant([hp.eos_token]))
+        tokens = tf.concat(parts, axis=0) if len(parts) > 1 else tokens
+        return {
+            f"{self.prefix}text": tokens,
+            f"{self.prefix}text_ids": self.vocab.map_tokens_to_ids(tokens),
+            f"{self.prefix}length": tf.size(tokens, out_type=tf.int32),
+        }
+
+    @property
+    def max_length(self) -> int | None:
+        """The longest sequence this field gives, BOS/EOS included (None: unbounded)."""
+        limit = self.hparams.max_seq_length
+        return None if limit is None else limit + self.num_special
+
+    def padding(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        time = self.max_length if self.hparams.pad_to_max_seq_length else None
+        shapes = {
+            f"{self.prefix}text": [time],
+            f"{self.prefix}text_ids": [time],
+            f"{self.prefix}length": [],
+        }
+        values = {
+            f"{self.prefix}text": tf.constant(self.vocab.pad_token),
+            f"{self.prefix}text_ids": tf.constant(self.vocab.pad_token_id, tf.int32),
+            f"{self.prefix}length": tf.constant(0, tf.int32),
+        }
+        return shapes, values
+
+    def length(self, outputs: Any) -> Any:
+        return outputs[f"{self.prefix}length"]
+
+
+class MonoTextData(DataBase):
+    """Lines of text files (or a tensorflow-datasets text feature) as batches of token ids.
+
+    Batches are dicts: ``text`` ``[batch, time]`` string, ``text_ids`` ``[batch, time]`` int32,
+    ``length`` ``[batch]`` int32 (see :mod:`texkit.data.text_data`).
+
+    Example::
+
+        data = tx.data.MonoTextData({
+            "dataset": {"files": ["train.txt"], "vocab_file": "vocab.txt", "max_seq_length": 50},
+            "batch_size": 32,
+        })
+        for batch in data:          # or data.dataset, or data.make_dataset(input_context)
+            embedded = embedder(batch["text_ids"])
+        print(data.report)          # lines read, skipped and repaired
+    """
+
+    HPARAMS_DOC = {
+        **DataBase.HPARAMS_DOC,
+        **{f"dataset.{key}": doc for key, doc in TEXT_FIELD_DOC.items()},
+    }
+
+    @classmethod
+    def default_hparams(cls) -> dict:
+        return {**DataBase.default_hparams(), "dataset": text_field_defaults(), "name": "mono_text"}
+
+    def _make_fields(self) -> list[Field]:
+        return [TextField("text", "dataset", self.hparams.dataset, prefix="")]
+
+    @property
+    def vocab(self) -> Vocab:
+        """The vocabulary."""
+        return self._fields[0].vocab
+
+
+class PairedTextData(DataBase):
+    """Aligned source and target text files (line ``i`` of one pairs with line ``i`` of the
+    other), e.g. for translation; or two text features of a tensorflow-datasets dataset.
+
+    Batches: ``source_text``, ``source_text_ids``, ``source_length``, ``target_text``,
+    ``target_text_ids``, ``target_length``. An example skipped on one side (empty, over-long with
+    ``discard``) is skipped on both. By default the source has no BOS and the target has both
+    BOS and EOS, as a decoder trained with teacher forcing needs. Bucketing uses the longer side.
+
+    Example::
+
+        data = tx.data.PairedTextData({
+            "source_dataset": {"files": ["train.es"], "vocab_file": "vocab.es"},
+            "target_dataset": {"files": ["train.en"], "vocab_file": "vocab.en"},
+            "bucket_boundaries": [8, 16, 32], "batch_size": 64,
+        })
+    """
+
+    HPARAMS_DOC = {
+        **DataBase.HPARAMS_DOC,
+        **{f"source_dataset.{key}": doc for key, doc in TEXT_FIELD_DOC.items()},
+        **{f"target_dataset.{key}": doc for key, doc in TEXT_FIELD_DOC.items()},
+        "vocab_share": "The target uses the source vocabulary (target vocab_file must be '').",
+    }
+
+    @classmethod
+    def default_hparams(cls) -> dict:
+        return {
+            **DataBase.default_hparams(),
+            "source_dataset": text_field_defaults(bos_token="", tfds_feature=""),
+            "target_dataset": text_field_defaults(tfds_feature=""),
+            "vocab_share": False,
+            "name": "paired_text",
+        }
+
+    def _make_fields(self) -> list[Field]:
+        hp = self.hparams
+        source = TextField("source", "source_dataset", hp.source_dataset, prefix="source_")
+        target_vocab = None
+        if hp.vocab_share:
+            if hp.target_dataset.vocab_file:
+                raise HParamsError(
+                    "must be '' when vocab_share is true", "target_dataset.vocab_file"
+                )
+            target_vocab = source.vocab
+        target = TextField(
+            "target", "target_dataset", hp.target_dataset, prefix="target_", vocab=target_vocab
+        )
+        return [source, target]
+
+    @property
+    def source_vocab(self) -> Vocab:
+        """The source vocabulary."""
+        return self._fields[0].vocab
+
+    @property
+    def target_vocab(self) -> Vocab:
+        """The target vocabulary (the source's with ``vocab_share``)."""
+        return self._fields[1].vocab

@@ -1,0 +1,216 @@
+"""TFRecord files of ``tf.train.Example`` feature dicts: :func:`write_tfrecords` writes them and
+:class:`TFRecordData` reads them, the format TPU jobs read from cloud storage.
+
+Features are declared in hparams as ``name: [dtype, kind, shape]``:
+
+* ``dtype``: ``int64``, ``float32`` or ``string``;
+* ``kind``: ``fixed`` (every example has ``prod(shape)`` values, given ``shape``) or ``var``
+  (any number of values: a 1-D tensor, padded per batch, with 0 or ``""``);
+* ``shape``: the fixed shape (``[]`` for a scalar); ignored for ``var``.
+
+With ``int64_as_int32`` (default) int64 features become int32, which TPUs prefer.
+
+Every file is read once at construction: a missing file, a corrupted file or a record without
+a declared feature is an error naming the file, before training starts.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from texkit.data import sources
+from texkit.data.data_base import DataBase, Field, FieldReport, InputReport
+from texkit.hparams import HParamsError
+
+__all__ = ["TFRecordData", "write_tfrecords"]
+
+_DTYPES = {"int64": tf.int64, "float32": tf.float32, "string": tf.string}
+
+
+def _feature(values: np.ndarray, key: str, index: int) -> tf.train.Feature:
+    if values.dtype.kind in "biu":
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=values.astype(np.int64)))
+    if values.dtype.kind == "f":
+        return tf.train.Feature(float_list=tf.train.FloatList(value=values.astype(np.float32)))
+    if values.dtype.kind in "USO":
+        encoded = [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in values.tolist()]
+        return tf.train.Feature(bytes_list=tf.train.BytesList(value=encoded))
+    raise TypeError(
+        f"example {index}, feature {key!r}: cannot store values of dtype {values.dtype}"
+    )
+
+
+def write_tfrecords(
+    path: str, examples: Iterable[Mapping[str, Any]], compression_type: str = ""
+) -> int:
+    """Writes feature dicts as ``tf.train.Example`` records; returns how many were written.
+
+    Each value is a number, a string or bytes, or a list/array of them (flattened): ints and
+    bools become ``int64_list``, floats ``float_list``, strings and bytes ``bytes_list``. The file
+    is written under a temporary name and renamed at the end, so a failure never leaves a
+    partial file at ``path``.
+
+    Raises:
+        TypeError: a value of another type, naming the example and feature.
+    """
+    temporary = f"{path}.tmp-{uuid.uuid4().hex}"
+    options = tf.io.TFRecordOptions(compression_type=compression_type or None)
+    count = 0
+    try:
+        with tf.io.TFRecordWriter(temporary, options) as writer:
+            for index, example in enumerate(examples):
+                features = {
+                    key: _feature(np.asarray(value).reshape(-1), key, index)
+                    for key, value in example.items()
+                }
+                proto = tf.train.Example(features=tf.train.Features(feature=features))
+                writer.write(proto.SerializeToString())
+                count += 1
+        tf.io.gfile.rename(temporary, os.fspath(path), overwrite=True)
+    finally:
+        if tf.io.gfile.exists(temporary):
+            tf.io.gfile.remove(temporary)
+    return count
+
+
+def _parse_spec(features: Any, key: str) -> dict[str, tuple[str, str, list[int]]]:
+    if not isinstance(features, Mapping) or not features:
+        raise HParamsError("expected {name: [dtype, kind, shape]} with at least one feature", key)
+    spec = {}
+    for name, declared in features.items():
+        where = f"{key}.{name}"
+        declared = list(declared) if isinstance(declared, list | tuple) else [declared]
+        if len(declared) == 2:
+            declared.append([])
+        if len(declared) != 3:
+            raise HParamsError(f"expected [dtype, kind, shape], got {declared!r}", where)
+        dtype, kind, shape = declared
+        if dtype not in _DTYPES:
+            raise HParamsError(f"dtype must be one of {list(_DTYPES)}, got {dtype!r}", where)
+        if kind not in ("fixed", "var"):
+            raise HParamsError(f"kind must be 'fixed' or 'var', got {kind!r}", where)
+        if not isinstance(shape, list | tuple) or not all(
+            isinstance(d, int) and d > 0 for d in shape
+        ):
+            raise HParamsError(f"shape must be a list of positive ints, got {shape!r}", where)
+        spec[str(name)] = (dtype, kind, list(shape))
+    return spec
+
+
+class TFRecordField(Field):
+    """The records of TFRecord files, parsed into the declared features."""
+
+    def __init__(self, name: str, key: str, hparams: Any):
+        super().__init__(name, key, hparams)
+        self.spec = _parse_spec(hparams.features, f"{key}.features")
+        length_feature = hparams.length_feature
+        if length_feature and length_feature not in self.spec:
+            raise HParamsError(
+                f"{length_feature!r} is not a declared feature", f"{key}.length_feature"
+            )
+        self.is_sequence = bool(length_feature)
+        self._parsing = {
+            name: tf.io.FixedLenFeature(shape, _DTYPES[dtype])
+            if kind == "fixed"
+            else tf.io.VarLenFeature(_DTYPES[dtype])
+            for name, (dtype, kind, shape) in self.spec.items()
+        }
+
+    def read_files(self) -> tuple[list[str], tf.data.Dataset]:
+        paths = sources.check_files(list(self.hparams.files), f"{self.key}.files")
+        reader = tf.data.TFRecordDataset
+        return paths, sources.numbered_lines(paths, self.hparams.compression_type, reader)
+
+    def check(self, raw: Any) -> tuple[Any, dict[str, Any], Any, Any]:
+        return raw, {}, tf.constant(False), tf.constant(False)
+
+    def actions(self) -> dict[str, str]:
+        return {}
+
+    def _dtype(self, dtype: str) -> Any:
+        if dtype == "int64" and self.hparams.int64_as_int32:
+            return tf.int32
+        return _DTYPES[dtype]
+
+    def process(self, clean: Any) -> dict[str, Any]:
+        parsed = tf.io.parse_single_example(clean, self._parsing)
+        outputs = {}
+        for name, (dtype, kind, _) in self.spec.items():
+            value = parsed[name]
+            if kind == "var":
+                value = tf.sparse.to_dense(value)
+            outputs[name] = tf.cast(value, self._dtype(dtype)) if dtype == "int64" else value
+        return outputs
+
+    def padding(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        shapes, values = {}, {}
+        for name, (dtype, kind, shape) in self.spec.items():
+            shapes[name] = [None] if kind == "var" else shape
+            values[name] = tf.constant("" if dtype == "string" else 0, self._dtype(dtype))
+        return shapes, values
+
+    def length(self, outputs: Mapping[str, Any]) -> Any:
+        if not self.hparams.length_feature:
+            return None
+        return tf.shape(outputs[self.hparams.length_feature], out_type=tf.int32)[0]
+
+
+class TFRecordData(DataBase):
+    """Batches of the feature dicts stored in TFRecord files (see :func:`write_tfrecords`).
+
+    Example::
+
+        tx.data.write_tfrecords("train.tfrecord", ({"input_ids": ids, "label": y} for ...))
+        data = tx.data.TFRecordData({"dataset": {
+            "files": ["gs://bucket/train-*.tfrecord"],
+            "features": {"input_ids": ["int64", "fixed", [128]], "label": ["int64", "fixed", []]},
+        }, "batch_size": 32, "drop_remainder": True})
+    """
+
+    HPARAMS_DOC = {
+        **DataBase.HPARAMS_DOC,
+        "dataset.files": "TFRecord files (paths or glob patterns, any tf.io.gfile path).",
+        "dataset.compression_type": "'', 'GZIP' or 'ZLIB'.",
+        "dataset.features": "{name: [dtype, kind, shape]}: see texkit.data.tfrecord_data.",
+        "dataset.int64_as_int32": "Give int64 features as int32.",
+        "dataset.length_feature": "The var feature whose length buckets examples ('': none).",
+    }
+
+    @classmethod
+    def default_hparams(cls) -> dict:
+        return {
+            **DataBase.default_hparams(),
+            "dataset": {
+                "files": [],
+                "compression_type": "",
+                "features": None,
+                "int64_as_int32": True,
+                "length_feature": "",
+            },
+            "name": "tfrecord",
+        }
+
+    def _make_fields(self) -> list[Field]:
+        if self.hparams.source != "files":
+            raise HParamsError("TFRecordData reads files only", "source")
+        return [TFRecordField("records", "dataset", self.hparams.dataset)]
+
+    def _scan(self) -> InputReport:
+        field = self._fields[0]
+        paths = sources.check_files(list(field.hparams.files), "dataset.files")
+        total = 0
+        for path in paths:
+            records = tf.data.TFRecordDataset(path, compression_type=field.hparams.compression_type)
+            parsed = records.map(field.process)
+            try:
+                total += int(parsed.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
+            except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
+                raise ValueError(f"{path}: unreadable TFRecord file: {error.message}") from None
+        report = FieldReport(field.name, tuple(paths), total, {}, {})
+        return InputReport((report,), total, 0)
