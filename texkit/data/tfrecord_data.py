@@ -17,6 +17,7 @@ a declared feature is an error naming the file, before training starts.
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -33,16 +34,22 @@ __all__ = ["TFRecordData", "write_tfrecords"]
 _DTYPES = {"int64": tf.int64, "float32": tf.float32, "string": tf.string}
 
 
-def _feature(values: np.ndarray, key: str, index: int) -> tf.train.Feature:
+def _feature(value: Any, key: str, index: int) -> tf.train.Feature:
+    values = np.asarray(value).reshape(-1)
+    if not values.size:
+        # No list at all: parses as empty for any declared type.
+        return tf.train.Feature()
     if values.dtype.kind in "biu":
         return tf.train.Feature(int64_list=tf.train.Int64List(value=values.astype(np.int64)))
     if values.dtype.kind == "f":
         return tf.train.Feature(float_list=tf.train.FloatList(value=values.astype(np.float32)))
-    if values.dtype.kind in "USO":
-        encoded = [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in values.tolist()]
+    items = values.tolist()
+    if values.dtype.kind in "USO" and all(isinstance(v, str | bytes) for v in items):
+        encoded = [v.encode("utf-8") if isinstance(v, str) else v for v in items]
         return tf.train.Feature(bytes_list=tf.train.BytesList(value=encoded))
     raise TypeError(
-        f"example {index}, feature {key!r}: cannot store values of dtype {values.dtype}"
+        f"example {index}, feature {key!r}: cannot store {type(items[0]).__name__} values; "
+        "expected ints, floats, strings or bytes"
     )
 
 
@@ -65,10 +72,7 @@ def write_tfrecords(
     try:
         with tf.io.TFRecordWriter(temporary, options) as writer:
             for index, example in enumerate(examples):
-                features = {
-                    key: _feature(np.asarray(value).reshape(-1), key, index)
-                    for key, value in example.items()
-                }
+                features = {key: _feature(value, key, index) for key, value in example.items()}
                 proto = tf.train.Example(features=tf.train.Features(feature=features))
                 writer.write(proto.SerializeToString())
                 count += 1
@@ -211,6 +215,7 @@ class TFRecordData(DataBase):
             try:
                 total += int(parsed.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
             except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
-                raise ValueError(f"{path}: unreadable TFRecord file: {error.message}") from None
+                reason = re.sub(r"\{\{[^}]*\}\}\s*", "", error.message).split("\n")[0]
+                raise ValueError(f"{path}: unreadable TFRecord file: {reason}") from None
         report = FieldReport(field.name, tuple(paths), total, {}, {})
         return InputReport((report,), total, 0)
