@@ -8,8 +8,8 @@ knows how to read its raw records, check them against the bad-input policy
 scans them once at construction (counts, errors, aligned line counts) and builds the
 ``tf.data`` pipeline:
 
-    read -> zip fields -> shard (per input pipeline) -> check, drop skipped examples -> shuffle
-    -> repeat -> process (tokenize, look up ids, truncate) -> batch or bucket -> prefetch
+    read -> zip fields -> shard (per input pipeline) -> in chunks: check, drop skipped examples,
+    process (tokenize, look up ids, truncate) -> shuffle -> repeat -> batch or bucket -> prefetch
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ __all__ = ["DataBase", "FieldReport", "InputReport"]
 logger = logging.getLogger("texkit")
 
 _NO_ERROR = 2**62
+# Records checked and processed per vectorized call.
+_CHUNK = 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,9 +98,18 @@ class Field:
     def __init__(self, name: str, key: str, hparams: Any):
         self.name, self.key, self.hparams = name, key, hparams
 
-    def read_files(self) -> tuple[list[str], tf.data.Dataset]:
-        """(paths, dataset of ``(file_index, line_number, raw record)``)."""
-        raise NotImplementedError
+    reader: Any = tf.data.TextLineDataset  # reads the records of this field's files
+
+    def paths(self) -> list[str]:
+        """The files to read, patterns expanded; a missing file is an error naming it."""
+        return sources.check_files(list(self.hparams.files), f"{self.key}.files")
+
+    def read(self, paths: Sequence[str], numbered: bool) -> tf.data.Dataset:
+        """The raw records of ``paths``, with ``numbered``: ``(file_index, line_number, raw)``."""
+        compression = self.hparams.compression_type
+        if numbered:
+            return sources.numbered_lines(paths, compression, self.reader)
+        return self.reader(list(paths), compression_type=compression)
 
     def from_tfds(self, example: Mapping[str, Any]) -> Any:
         """The raw value of this field in a tensorflow-datasets example."""
@@ -111,7 +122,8 @@ class Field:
         return example[feature]
 
     def check(self, raw: Any) -> tuple[Any, dict[str, Any], Any, Any]:
-        """``(clean value, {problem: bool}, skip: bool, error: bool)`` for one raw record."""
+        """``(clean values, {problem: bool}, skip, error)`` for a ``[n]`` vector of raw records
+        (every part is ``[n]``)."""
         raise NotImplementedError
 
     def error_message(self, record: bytes) -> str:
@@ -122,17 +134,16 @@ class Field:
         """``{problem: what is done}`` for each problem :meth:`check` reports."""
         raise NotImplementedError
 
+    def length(self, clean: Any) -> Any:
+        """The ``[n]`` int32 lengths of ``[n]`` clean records, for bucketing."""
+        raise NotImplementedError
+
     def process(self, clean: Any) -> dict[str, Any]:
-        """The output tensors of one example (unbatched)."""
-        raise NotImplementedError
+        """The batch of ``[batch]`` clean records: padded dense tensors keyed by output name.
 
-    def padding(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(padded shapes, padding values) of :meth:`process`'s outputs."""
+        When ``clean`` has a static batch size, the outputs keep it.
+        """
         raise NotImplementedError
-
-    def length(self, outputs: Mapping[str, Any]) -> Any:
-        """The length used for bucketing (``None``: this field has none)."""
-        return None
 
 
 class DataBase(Configurable):
@@ -241,22 +252,27 @@ class DataBase(Configurable):
         tfds_hp = self.hparams.tfds
         return sources.tfds_examples(tfds_hp.name, tfds_hp.split, tfds_hp.data_dir, "tfds")
 
-    def _field_records(self) -> list[tuple[list[str], tf.data.Dataset]]:
-        """Per field: (source names, dataset of (file index, line number, raw record))."""
+    def _field_records(self, numbered: bool) -> list[tuple[list[str], tf.data.Dataset]]:
+        """Per field: (source names, dataset of raw records, or with ``numbered`` of
+        ``(file index, line number, raw record)``)."""
         if self.hparams.source == "files":
-            return [field.read_files() for field in self._fields]
+            return [(paths, f.read(paths, numbered)) for f in self._fields for paths in [f.paths()]]
         tfds_hp = self.hparams.tfds
         examples = self._tfds().enumerate(start=1)
         where = [f"tfds:{tfds_hp.name}[{tfds_hp.split}]"]
         records = []
         for field in self._fields:
             field.from_tfds(examples.element_spec[1])  # checks the feature exists
-            records.append((where, examples.map(lambda n, ex, f=field: (0, n, f.from_tfds(ex)))))
+            if numbered:
+                dataset = examples.map(lambda n, ex, f=field: (0, n, f.from_tfds(ex)))
+            else:
+                dataset = examples.map(lambda n, ex, f=field: f.from_tfds(ex))
+            records.append((where, dataset))
         return records
 
     def _raw_examples(self) -> tf.data.Dataset:
         """A tuple of raw records per example, the fields zipped."""
-        records = [dataset.map(lambda i, n, raw: raw) for _, dataset in self._field_records()]
+        records = [dataset for _, dataset in self._field_records(numbered=False)]
         return tf.data.Dataset.zip(tuple(records))
 
     def _scan_field(self, field: Field, dataset: tf.data.Dataset) -> tuple[Any, ...]:
@@ -264,11 +280,12 @@ class DataBase(Configurable):
 
         def flags(index: Any, number: Any, raw: Any) -> tuple[Any, ...]:
             _, found, skip, error = field.check(raw)
-            counts = [tf.cast(found[problem], tf.int64) for problem in problems]
-            counts += [tf.cast(skip, tf.int64), tf.constant(1, tf.int64)]
-            where = tf.stack([tf.cast(index, tf.int64), tf.cast(number, tf.int64)])
-            text = raw if raw.dtype == tf.string else tf.strings.as_string(raw)
-            return tf.stack(counts), error, where, text
+            counts = [tf.reduce_sum(tf.cast(found[problem], tf.int64)) for problem in problems]
+            counts += [tf.reduce_sum(tf.cast(skip, tf.int64)), tf.size(raw, out_type=tf.int64)]
+            first = tf.argmax(tf.cast(error, tf.int32), output_type=tf.int32)
+            where = tf.stack([tf.cast(index[first], tf.int64), tf.cast(number[first], tf.int64)])
+            text = raw[first] if raw.dtype == tf.string else tf.strings.as_string(raw[first])
+            return tf.stack(counts), tf.reduce_any(error), where, text
 
         def add(state: Any, item: Any) -> Any:
             counts, first, first_text = state
@@ -286,14 +303,16 @@ class DataBase(Configurable):
             tf.constant([_NO_ERROR, _NO_ERROR], tf.int64),
             tf.constant(""),
         )
-        counts, first, text = dataset.map(flags).reduce(initial, add)
+        chunks = dataset.batch(_CHUNK).map(flags, num_parallel_calls=self._parallel())
+        counts, first, text = chunks.reduce(initial, add)
         counts = counts.numpy().tolist()
         found = dict(zip(problems, counts[:-2], strict=True))
         return found, counts[-2], counts[-1], (first.numpy().tolist(), text.numpy())
 
     def _scan(self) -> InputReport:
         reports, skips, totals = [], [], []
-        for field, (names, dataset) in zip(self._fields, self._field_records(), strict=True):
+        records = self._field_records(numbered=True)
+        for field, (names, dataset) in zip(self._fields, records, strict=True):
             counts, skipped, records, (first, text) = self._scan_field(field, dataset)
             if first[0] != _NO_ERROR:
                 where = f"{names[first[0]]}:{first[1]}"
@@ -310,23 +329,21 @@ class DataBase(Configurable):
         if sum(1 for s in skips if s) <= 1:
             skipped = max(skips)
         else:
-            skips_of = self._checked().map(lambda cleans, skip: tf.cast(skip, tf.int64))
+            chunks = self._raw_examples().batch(_CHUNK)
+            skips_of = chunks.map(
+                lambda *raws: tf.reduce_sum(tf.cast(self._check(raws)[1], tf.int64))
+            )
             skipped = int(skips_of.reduce(tf.constant(0, tf.int64), lambda a, b: a + b))
         return InputReport(tuple(reports), total - skipped, skipped)
 
-    def _checked(self, dataset: tf.data.Dataset | None = None) -> tf.data.Dataset:
-        """(tuple of clean values, skip) per raw example."""
-        dataset = self._raw_examples() if dataset is None else dataset
-
-        def check(*raws: Any) -> tuple[Any, Any]:
-            cleans, skip = [], tf.constant(False)
-            for field, raw in zip(self._fields, raws, strict=True):
-                clean, _, field_skip, _ = field.check(raw)
-                cleans.append(clean)
-                skip = tf.logical_or(skip, field_skip)
-            return tuple(cleans), skip
-
-        return dataset.map(check, num_parallel_calls=self._parallel())
+    def _check(self, raws: Sequence[Any]) -> tuple[list[Any], Any]:
+        """(clean values per field, skip) for ``[n]`` raw records of every field."""
+        cleans, skip = [], tf.zeros_like(raws[0], tf.bool)
+        for field, raw in zip(self._fields, raws, strict=True):
+            clean, _, field_skip, _ = field.check(raw)
+            cleans.append(clean)
+            skip = tf.logical_or(skip, field_skip)
+        return cleans, skip
 
     # -- The pipeline --------------------------------------------------------------------------
 
@@ -344,29 +361,27 @@ class DataBase(Configurable):
         calls = self.hparams.num_parallel_calls
         return tf.data.AUTOTUNE if calls == -1 else calls
 
-    def _process(self, cleans: Sequence[Any]) -> dict[str, Any]:
-        outputs: dict[str, Any] = {}
-        for field, clean in zip(self._fields, cleans, strict=True):
-            outputs.update(field.process(clean))
-        return outputs
-
-    def _padding(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        shapes: dict[str, Any] = {}
-        values: dict[str, Any] = {}
-        for field in self._fields:
-            field_shapes, field_values = field.padding()
-            shapes.update(field_shapes)
-            values.update(field_values)
-        return shapes, values
-
-    def _length(self, outputs: Mapping[str, Any]) -> Any:
-        lengths = [field.length(outputs) for field in self._fields]
-        lengths = [length for length in lengths if length is not None]
+    def _check_chunk(self, raws: tuple[Any, ...], boundaries: Any) -> tuple[tuple[Any, ...], Any]:
+        """The clean records kept from ``[n]`` raw records of every field, and their buckets."""
+        cleans, skip = self._check(raws)
+        keep = tf.logical_not(skip)
+        cleans = [tf.boolean_mask(clean, keep) for clean in cleans]
+        if boundaries is None:
+            return tuple(cleans), tf.zeros(tf.shape(cleans[0]), tf.int64)
+        lengths = [f.length(c) for f, c in zip(self._fields, cleans, strict=True) if f.is_sequence]
         if not lengths:
             raise HParamsError(
                 f"{type(self).__name__} has no sequence to bucket by", "bucket_boundaries"
             )
-        return tf.reduce_max(tf.stack(lengths))
+        longest = tf.reduce_max(tf.stack(lengths), axis=0)
+        bucket = tf.searchsorted(tf.constant(boundaries, tf.int32), longest, side="right")
+        return tuple(cleans), tf.cast(bucket, tf.int64)
+
+    def _process_batch(self, cleans: tuple[Any, ...], lengths: Any) -> dict[str, Any]:
+        outputs: dict[str, Any] = {}
+        for field, clean in zip(self._fields, cleans, strict=True):
+            outputs.update(field.process(clean))
+        return outputs
 
     def _bucket_sizes(self, batch_size: int, replicas: int) -> tuple[list[int], list[int]]:
         hp = self.hparams
@@ -406,9 +421,16 @@ class DataBase(Configurable):
             dataset = dataset.shard(
                 input_context.num_input_pipelines, input_context.input_pipeline_id
             )
-        dataset = self._checked(dataset)
-        dataset = dataset.filter(lambda cleans, skip: tf.logical_not(skip))
-        dataset = dataset.map(lambda cleans, skip: cleans)
+        # Records are checked in vectorized chunks; shuffling and batching move single clean
+        # records; tokenizing, id lookup and padding run on whole batches.
+        bucketing = bool(hp.bucket_boundaries or hp.batch_tokens)
+        boundaries, sizes = self._bucket_sizes(batch_size, replicas) if bucketing else (None, [])
+        dataset = dataset.batch(_CHUNK).map(
+            lambda *raws: self._check_chunk(raws, boundaries),
+            num_parallel_calls=self._parallel(),
+            deterministic=True,
+        )
+        dataset = dataset.unbatch()
         if hp.shuffle:
             dataset = dataset.shuffle(
                 hp.shuffle_buffer_size,
@@ -417,29 +439,22 @@ class DataBase(Configurable):
             )
         if hp.num_epochs != 1:
             dataset = dataset.repeat(None if hp.num_epochs == -1 else hp.num_epochs)
-        dataset = dataset.map(
-            lambda *cleans: self._process(cleans),
-            num_parallel_calls=self._parallel(),
-            deterministic=hp.seed is not None or not hp.shuffle,
-        )
-        shapes, values = self._padding()
-        if hp.bucket_boundaries or hp.batch_tokens:
-            boundaries, sizes = self._bucket_sizes(batch_size, replicas)
-            dataset = dataset.bucket_by_sequence_length(
-                self._length,
-                boundaries,
-                sizes,
-                padded_shapes=shapes,
-                padding_values=values,
-                drop_remainder=hp.drop_remainder,
+        if bucketing:
+            # The bucket of each record was computed with the checks, in chunks: grouping by
+            # a precomputed key costs a fraction of tf.data's bucket_by_sequence_length.
+            batch_sizes = tf.constant(sizes, tf.int64)
+            dataset = dataset.group_by_window(
+                key_func=lambda cleans, bucket: bucket,
+                reduce_func=lambda bucket, window: window.batch(
+                    batch_sizes[bucket], drop_remainder=hp.drop_remainder
+                ),
+                window_size_func=lambda bucket: batch_sizes[bucket],
             )
         else:
-            dataset = dataset.padded_batch(
-                batch_size,
-                padded_shapes=shapes,
-                padding_values=values,
-                drop_remainder=hp.drop_remainder,
-            )
+            dataset = dataset.batch(batch_size, drop_remainder=hp.drop_remainder)
+        dataset = dataset.map(
+            self._process_batch, num_parallel_calls=self._parallel(), deterministic=True
+        )
         if hp.prefetch_buffer_size:
             size = hp.prefetch_buffer_size
             dataset = dataset.prefetch(tf.data.AUTOTUNE if size == -1 else size)

@@ -12,7 +12,6 @@ from typing import Any
 
 import tensorflow as tf
 
-from texkit.data import sources
 from texkit.data.data_base import DataBase, Field
 from texkit.data.text_data import TEXT_FIELD_DOC, TextField, text_field_defaults
 from texkit.data.vocab import Vocab
@@ -60,13 +59,10 @@ class ScalarField(Field):
             raise HParamsError("a non-empty name is required", f"{key}.data_name")
         self.dtype = _DTYPES[hparams.data_type]
 
-    def read_files(self) -> tuple[list[str], tf.data.Dataset]:
-        paths = sources.check_files(list(self.hparams.files), f"{self.key}.files")
-        return paths, sources.numbered_lines(paths, self.hparams.compression_type)
-
     def check(self, raw: Any) -> tuple[Any, dict[str, Any], Any, Any]:
         if raw.dtype != tf.string:
-            return tf.cast(raw, self.dtype), {}, tf.constant(False), tf.constant(False)
+            no = tf.zeros(tf.shape(raw), tf.bool)
+            return tf.cast(raw, self.dtype), {}, no, no
         valid = tf.strings.regex_full_match(raw, _PATTERNS[self.hparams.data_type])
         text = tf.strings.strip(tf.where(valid, raw, "0"))
         if self.dtype == tf.int32:
@@ -75,7 +71,7 @@ class ScalarField(Field):
             value = tf.cast(tf.where(valid, wide, 0), tf.int32)
         else:
             value = tf.strings.to_number(text, tf.float32)
-        return value, {}, tf.constant(False), tf.logical_not(valid)
+        return value, {}, tf.zeros_like(valid), tf.logical_not(valid)
 
     def error_message(self, record: bytes) -> str:
         return f"{record.decode('utf-8', 'replace')!r} is not an {self.hparams.data_type} value"
@@ -85,9 +81,6 @@ class ScalarField(Field):
 
     def process(self, clean: Any) -> dict[str, Any]:
         return {self.hparams.data_name: clean}
-
-    def padding(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        return {self.hparams.data_name: []}, {self.hparams.data_name: tf.constant(0, self.dtype)}
 
 
 class ScalarData(DataBase):

@@ -105,25 +105,19 @@ class TextField(Field):
                 raise HParamsError(f"{hparams[token]!r} is not in the vocabulary", f"{key}.{token}")
         self.num_special = bool(hparams.bos_token) + bool(hparams.eos_token)
 
-    def read_files(self) -> tuple[list[str], tf.data.Dataset]:
-        paths = sources.check_files(list(self.hparams.files), f"{self.key}.files")
-        return paths, sources.numbered_lines(paths, self.hparams.compression_type)
-
-    def _tokens(self, line: Any) -> Any:
-        return split_tokens(tf.expand_dims(line, 0), self.hparams.delimiter).flat_values
-
     def check(self, raw: Any) -> tuple[Any, dict[str, Any], Any, Any]:
         hp = self.hparams
-        line, invalid, empty = sources.normalize_lines(raw)
-        too_long = tf.constant(False)
+        lines, invalid, empty = sources.normalize_lines(raw)
+        too_long = tf.zeros_like(empty)
         if hp.max_seq_length is not None:
-            too_long = tf.size(self._tokens(line)) > hp.max_seq_length
+            counts = split_tokens(lines, hp.delimiter).row_lengths()
+            too_long = counts > hp.max_seq_length
         skip = tf.logical_and(too_long, hp.length_filter_mode == "discard")
         skip = tf.logical_or(skip, tf.logical_and(empty, hp.empty_line_mode == "skip"))
         skip = tf.logical_or(skip, tf.logical_and(invalid, hp.invalid_utf8_mode == "skip"))
         error = tf.logical_and(invalid, hp.invalid_utf8_mode == "error")
         found = {"invalid_utf8": invalid, "empty": empty, "too_long": too_long}
-        return line, found, skip, error
+        return lines, found, skip, error
 
     def error_message(self, record: bytes) -> str:
         return "the line is not valid UTF-8 (invalid_utf8_mode is 'error')"
@@ -138,21 +132,36 @@ class TextField(Field):
             "too_long": length[hp.length_filter_mode],
         }
 
+    def _tokens(self, clean: Any) -> Any:
+        hp = self.hparams
+        tokens = split_tokens(clean, hp.delimiter)
+        if hp.max_seq_length is not None:
+            tokens = tokens[:, : hp.max_seq_length]
+        return tokens
+
+    def length(self, clean: Any) -> Any:
+        return tf.cast(self._tokens(clean).row_lengths(), tf.int32) + self.num_special
+
     def process(self, clean: Any) -> dict[str, Any]:
         hp = self.hparams
         tokens = self._tokens(clean)
-        if hp.max_seq_length is not None:
-            tokens = tokens[: hp.max_seq_length]
+        column = tf.stack([tf.shape(clean)[0], 1])
         parts = [tokens]
         if hp.bos_token:
-            parts.insert(0, tf.constant([hp.bos_token]))
+            parts.insert(0, tf.RaggedTensor.from_tensor(tf.fill(column, hp.bos_token)))
         if hp.eos_token:
-            parts.append(tf.constant([hp.eos_token]))
-        tokens = tf.concat(parts, axis=0) if len(parts) > 1 else tokens
+            parts.append(tf.RaggedTensor.from_tensor(tf.fill(column, hp.eos_token)))
+        tokens = tf.concat(parts, axis=1) if len(parts) > 1 else tokens
+        time = self.max_length if hp.pad_to_max_seq_length else None
+        shape = [clean.shape[0], time]
+        text = tokens.to_tensor(self.vocab.pad_token, shape=shape)
+        ids = self.vocab.map_tokens_to_ids(tokens).to_tensor(self.vocab.pad_token_id, shape=shape)
+        lengths = tf.cast(tokens.row_lengths(), tf.int32)
+        lengths.set_shape(clean.shape[:1])
         return {
-            f"{self.prefix}text": tokens,
-            f"{self.prefix}text_ids": self.vocab.map_tokens_to_ids(tokens),
-            f"{self.prefix}length": tf.size(tokens, out_type=tf.int32),
+            f"{self.prefix}text": text,
+            f"{self.prefix}text_ids": ids,
+            f"{self.prefix}length": lengths,
         }
 
     @property
@@ -160,23 +169,6 @@ class TextField(Field):
         """The longest sequence this field gives, BOS/EOS included (None: unbounded)."""
         limit = self.hparams.max_seq_length
         return None if limit is None else limit + self.num_special
-
-    def padding(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        time = self.max_length if self.hparams.pad_to_max_seq_length else None
-        shapes = {
-            f"{self.prefix}text": [time],
-            f"{self.prefix}text_ids": [time],
-            f"{self.prefix}length": [],
-        }
-        values = {
-            f"{self.prefix}text": tf.constant(self.vocab.pad_token),
-            f"{self.prefix}text_ids": tf.constant(self.vocab.pad_token_id, tf.int32),
-            f"{self.prefix}length": tf.constant(0, tf.int32),
-        }
-        return shapes, values
-
-    def length(self, outputs: Any) -> Any:
-        return outputs[f"{self.prefix}length"]
 
 
 class MonoTextData(DataBase):

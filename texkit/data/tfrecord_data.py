@@ -110,6 +110,8 @@ def _parse_spec(features: Any, key: str) -> dict[str, tuple[str, str, list[int]]
 class TFRecordField(Field):
     """The records of TFRecord files, parsed into the declared features."""
 
+    reader = tf.data.TFRecordDataset
+
     def __init__(self, name: str, key: str, hparams: Any):
         super().__init__(name, key, hparams)
         self.spec = _parse_spec(hparams.features, f"{key}.features")
@@ -126,13 +128,9 @@ class TFRecordField(Field):
             for name, (dtype, kind, shape) in self.spec.items()
         }
 
-    def read_files(self) -> tuple[list[str], tf.data.Dataset]:
-        paths = sources.check_files(list(self.hparams.files), f"{self.key}.files")
-        reader = tf.data.TFRecordDataset
-        return paths, sources.numbered_lines(paths, self.hparams.compression_type, reader)
-
     def check(self, raw: Any) -> tuple[Any, dict[str, Any], Any, Any]:
-        return raw, {}, tf.constant(False), tf.constant(False)
+        no = tf.zeros(tf.shape(raw), tf.bool)
+        return raw, {}, no, no
 
     def actions(self) -> dict[str, str]:
         return {}
@@ -142,27 +140,27 @@ class TFRecordField(Field):
             return tf.int32
         return _DTYPES[dtype]
 
+    def _parse(self, clean: Any, names: Any) -> dict[str, Any]:
+        return tf.io.parse_example(clean, {name: self._parsing[name] for name in names})
+
+    def length(self, clean: Any) -> Any:
+        name = self.hparams.length_feature
+        value = self._parse(clean, [name])[name]
+        if isinstance(value, tf.sparse.SparseTensor):
+            return tf.cast(tf.RaggedTensor.from_sparse(value).row_lengths(), tf.int32)
+        return tf.fill(tf.shape(clean), tf.shape(value)[1])
+
     def process(self, clean: Any) -> dict[str, Any]:
-        parsed = tf.io.parse_single_example(clean, self._parsing)
+        parsed = self._parse(clean, self.spec)
         outputs = {}
         for name, (dtype, kind, _) in self.spec.items():
             value = parsed[name]
             if kind == "var":
-                value = tf.sparse.to_dense(value)
+                padding = "" if dtype == "string" else 0
+                value = tf.sparse.to_dense(value, default_value=tf.constant(padding, value.dtype))
+                value.set_shape(clean.shape[:1].concatenate([None]))
             outputs[name] = tf.cast(value, self._dtype(dtype)) if dtype == "int64" else value
         return outputs
-
-    def padding(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        shapes, values = {}, {}
-        for name, (dtype, kind, shape) in self.spec.items():
-            shapes[name] = [None] if kind == "var" else shape
-            values[name] = tf.constant("" if dtype == "string" else 0, self._dtype(dtype))
-        return shapes, values
-
-    def length(self, outputs: Mapping[str, Any]) -> Any:
-        if not self.hparams.length_feature:
-            return None
-        return tf.shape(outputs[self.hparams.length_feature], out_type=tf.int32)[0]
 
 
 class TFRecordData(DataBase):
@@ -211,9 +209,13 @@ class TFRecordData(DataBase):
         total = 0
         for path in paths:
             records = tf.data.TFRecordDataset(path, compression_type=field.hparams.compression_type)
-            parsed = records.map(field.process)
+            # Parsing validates every record; the count is of the raw records.
+            parsed = records.batch(1024).map(
+                lambda raw: (tf.size(raw, tf.int64), field.process(raw))
+            )
             try:
-                total += int(parsed.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
+                sizes = parsed.map(lambda size, _: size)
+                total += int(sizes.reduce(tf.constant(0, tf.int64), lambda n, size: n + size))
             except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
                 reason = re.sub(r"\{\{[^}]*\}\}\s*", "", error.message).split("\n")[0]
                 raise ValueError(f"{path}: unreadable TFRecord file: {reason}") from None
