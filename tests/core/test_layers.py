@@ -87,3 +87,47 @@ def test_masked_mean_pooling_averages_only_the_valid_steps(tmp_path):
         ]
     )
     np.testing.assert_allclose(outputs, expected, atol=1e-6)
+
+
+def test_get_rnn_cell_builds_one_cell_or_a_stack():
+    from texkit.core.layers import default_rnn_cell_hparams, get_rnn_cell
+
+    cell = get_rnn_cell(default_rnn_cell_hparams())
+    assert isinstance(cell, keras.layers.LSTMCell) and cell.units == 256
+    # A new type keeps the default kwargs it accepts (units).
+    hp = tx.HParams({"type": "GRUCell", "num_layers": 2}, default_rnn_cell_hparams())
+    stack = get_rnn_cell(hp, dtype="mixed_bfloat16")
+    assert isinstance(stack, keras.layers.StackedRNNCells) and len(stack.cells) == 2
+    assert all(isinstance(c, keras.layers.GRUCell) and c.units == 256 for c in stack.cells)
+    assert stack.cells[0] is not stack.cells[1]
+    assert {c.dtype_policy.name for c in [stack, *stack.cells]} == {"mixed_bfloat16"}
+    simple = get_rnn_cell({"type": "SimpleRNNCell", "kwargs": {"units": 3}})  # num_layers: 1
+    outputs = keras.layers.RNN(simple)(np.ones((2, 4, 5), np.float32))
+    assert outputs.shape == (2, 3)
+
+
+def test_get_rnn_cell_errors_name_the_key():
+    from texkit.core.layers import get_rnn_cell
+
+    with pytest.raises(tx.HParamsError, match="not an RNN cell") as error:
+        get_rnn_cell({"type": "Dense", "kwargs": {"units": 2}}, path="encoder.rnn_cell")
+    assert error.value.path == "encoder.rnn_cell"
+    with pytest.raises(tx.HParamsError) as error:
+        get_rnn_cell({"type": "LSTMCell", "kwargs": {"units": 2}, "num_layers": 0})
+    assert error.value.path == "rnn_cell.num_layers"
+    with pytest.raises(tx.HParamsError) as error:
+        get_rnn_cell({"type": "LSTMCel", "kwargs": {"units": 2}})
+    assert error.value.path == "rnn_cell.type"
+
+
+def test_masked_max_and_mean_pool_use_only_the_masked_steps():
+    from texkit.core.layers import masked_max_pool, masked_mean_pool
+
+    inputs = np.random.default_rng(1).normal(size=(3, 5, 2)).astype(np.float32) - 5.0
+    mask = np.array([[1, 0, 1, 1, 0], [0, 0, 0, 0, 1], [0, 0, 0, 0, 0]], bool)
+    want_max = [inputs[i][mask[i]].max(axis=0) if mask[i].any() else np.zeros(2) for i in range(3)]
+    want_mean = [
+        inputs[i][mask[i]].mean(axis=0) if mask[i].any() else np.zeros(2) for i in range(3)
+    ]
+    np.testing.assert_allclose(masked_max_pool(inputs, mask), want_max, atol=1e-6)
+    np.testing.assert_allclose(masked_mean_pool(inputs, mask), want_mean, atol=1e-6)

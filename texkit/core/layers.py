@@ -17,10 +17,15 @@ from texkit.hparams import HParams, HParamsError
 __all__ = [
     "BoundActivation",
     "MaskedMeanPooling",
+    "default_rnn_cell_hparams",
     "get_instance",
     "get_initializer",
     "get_activation",
     "get_layer",
+    "get_rnn_cell",
+    "masked_max_pool",
+    "masked_mean_pool",
+    "training_dropout",
 ]
 
 
@@ -129,6 +134,81 @@ def get_layer(hparams: Mapping | HParams, path: str = "layer") -> keras.layers.L
     return get_instance(hparams, path, expected=keras.layers.Layer)
 
 
+def default_rnn_cell_hparams() -> dict:
+    """The defaults of an ``rnn_cell`` entry: one 256-unit LSTM cell (see :func:`get_rnn_cell`)."""
+    return {"type": "LSTMCell", "kwargs": {"units": 256}, "num_layers": 1}
+
+
+def get_rnn_cell(
+    hparams: Mapping | HParams, path: str = "rnn_cell", **layer_kwargs: Any
+) -> keras.layers.Layer:
+    """One Keras RNN cell from an ``rnn_cell`` entry, for ``keras.layers.RNN``.
+
+    Keys (defaults in :func:`default_rnn_cell_hparams`):
+
+    * ``type``: the cell class, a registry name (``LSTMCell``, ``GRUCell``, ``SimpleRNNCell``) or
+      an allowed dotted path; it must build a Keras layer with a ``state_size``.
+    * ``kwargs``: the cell's constructor arguments (``units``, ``dropout``, ...), the same for
+      every layer.
+    * ``num_layers``: how many cells to stack; more than one gives a
+      ``keras.layers.StackedRNNCells`` whose output is the top cell's.
+
+    Args:
+        hparams: the entry, a dict or :class:`~texkit.HParams`; a missing ``num_layers`` is 1.
+        path: where the entry sits in the caller's config, for error messages.
+        **layer_kwargs: Keras layer arguments for every cell (and the stack), e.g. ``dtype``.
+    """
+    spec = _as_dict(hparams)
+    num_layers = spec.pop("num_layers", 1)
+    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
+        raise HParamsError(f"expected a positive int, got {num_layers!r}", f"{path}.num_layers")
+    cells = []
+    for _ in range(num_layers):
+        cell = get_instance(spec, path, expected=keras.layers.Layer, **layer_kwargs)
+        if not hasattr(cell, "state_size"):
+            raise HParamsError(f"{spec['type']!r} is not an RNN cell (it has no state_size)", path)
+        cells.append(cell)
+    if num_layers == 1:
+        return cells[0]
+    return keras.layers.StackedRNNCells(cells, **layer_kwargs)
+
+
+def training_dropout(inputs: Any, rate: float, training: Any, seed: Any) -> Any:
+    """Dropout with ``rate`` when ``training`` is true (and ``rate > 0``), else the inputs."""
+    if training and rate > 0:
+        return keras.random.dropout(inputs, rate, seed=seed)
+    return inputs
+
+
+def _broadcast_mask(mask: Any, inputs: Any) -> Any:
+    mask = keras.ops.cast(mask, inputs.dtype)
+    return keras.ops.reshape(mask, (*keras.ops.shape(mask), *([1] * (len(inputs.shape) - 2))))
+
+
+def masked_max_pool(inputs: Any, mask: Any) -> Any:
+    """Max over time of ``[batch, time, ...]`` inputs at the steps where ``mask`` is true.
+
+    ``mask`` is ``[batch, time]`` (bool or 0/1); a row without any true step gives zeros.
+    Returns ``[batch, ...]``.
+    """
+    keep = keras.ops.cast(_broadcast_mask(mask, inputs), "bool")
+    lowest = keras.ops.full_like(inputs, float("-inf"))
+    pooled = keras.ops.max(keras.ops.where(keep, inputs, lowest), axis=1)
+    return keras.ops.where(keras.ops.any(keep, axis=1), pooled, keras.ops.zeros_like(pooled))
+
+
+def masked_mean_pool(inputs: Any, mask: Any) -> Any:
+    """Mean over time of ``[batch, time, ...]`` inputs at the steps where ``mask`` is true.
+
+    ``mask`` is ``[batch, time]`` (bool or 0/1); a row without any true step gives zeros.
+    Returns ``[batch, ...]``.
+    """
+    weights = _broadcast_mask(mask, inputs)
+    summed = keras.ops.sum(inputs * weights, axis=1)
+    count = keras.ops.maximum(keras.ops.sum(weights, axis=1), keras.ops.cast(1, inputs.dtype))
+    return summed / count
+
+
 @keras.saving.register_keras_serializable(package="texkit")
 class MaskedMeanPooling(keras.layers.Layer):
     """Mean of ``[batch, time, ...]`` inputs over each sequence's first ``sequence_length`` steps.
@@ -144,13 +224,8 @@ class MaskedMeanPooling(keras.layers.Layer):
 
     def call(self, inputs: Any, sequence_length: Any) -> Any:
         steps = keras.ops.arange(keras.ops.shape(inputs)[1])
-        mask = keras.ops.cast(
-            steps[None, :] < keras.ops.cast(sequence_length, "int32")[:, None], inputs.dtype
-        )
-        mask = keras.ops.reshape(mask, (*keras.ops.shape(mask), *([1] * (len(inputs.shape) - 2))))
-        summed = keras.ops.sum(inputs * mask, axis=1)
-        count = keras.ops.maximum(keras.ops.sum(mask, axis=1), keras.ops.cast(1, inputs.dtype))
-        return summed / count
+        valid = steps[None, :] < keras.ops.cast(sequence_length, "int32")[:, None]
+        return masked_mean_pool(inputs, valid)
 
     def compute_output_shape(self, inputs_shape: Any, sequence_length_shape: Any = None) -> Any:
         return (inputs_shape[0], *inputs_shape[2:])

@@ -12,6 +12,13 @@ from texkit.data.bert_pretraining import (
     pretraining_dataset,
 )
 from texkit.data.data_base import DataBase, FieldReport, InputReport
+from texkit.data.embedding import (
+    Embedding,
+    EmbeddingFileError,
+    PretrainedEmbedding,
+    load_glove,
+    load_word2vec,
+)
 from texkit.data.scalar_data import MultiAlignedData, ScalarData
 from texkit.data.text_data import MonoTextData, PairedTextData
 from texkit.data.tfrecord_data import TFRecordData, write_tfrecords
@@ -21,6 +28,8 @@ from texkit.data.vocab import Vocab, make_vocab, split_tokens
 __all__ = [
     "BERTTokenizer",
     "DataBase",
+    "Embedding",
+    "EmbeddingFileError",
     "FieldReport",
     "InputReport",
     "MaskedLMMasker",
@@ -28,10 +37,13 @@ __all__ = [
     "MultiAlignedData",
     "NSPInstances",
     "PairedTextData",
+    "PretrainedEmbedding",
     "ScalarData",
     "TFRecordData",
     "Vocab",
     "bert_pretraining",
+    "load_glove",
+    "load_word2vec",
     "make_nsp_pairs",
     "make_vocab",
     "pack_pair",

@@ -8,9 +8,13 @@ from texkit.modules.bert_heads import (
     SpanHead,
     TokenTaggingHead,
 )
-from texkit.modules.classifiers import BERTClassifier
+from texkit.modules.classifiers import (
+    BERTClassifier,
+    Conv1DClassifier,
+    UnidirectionalRNNClassifier,
+)
 from texkit.modules.embedders import PositionEmbedder, SinusoidsPositionEmbedder, WordEmbedder
-from texkit.modules.encoders import BERTEncoder, TransformerEncoder
+from texkit.modules.encoders import BERTEncoder, Conv1DEncoder, TransformerEncoder
 
 __all__ = [
     "BERTClassifier",
@@ -18,11 +22,14 @@ __all__ = [
     "BERTMaskedLMHead",
     "BERTNextSentenceHead",
     "BERTPretrainer",
+    "Conv1DClassifier",
+    "Conv1DEncoder",
     "ModuleBase",
     "PositionEmbedder",
     "SinusoidsPositionEmbedder",
     "SpanHead",
     "TokenTaggingHead",
     "TransformerEncoder",
+    "UnidirectionalRNNClassifier",
     "WordEmbedder",
 ]

@@ -1,4 +1,8 @@
-"""Classifiers: BERTClassifier (sequence classification and token tagging on a BERT encoder)."""
+"""Classifiers: BERTClassifier (sequence classification and token tagging on a BERT encoder).
+
+The sentence classifiers on embedded inputs, Conv1DClassifier and UnidirectionalRNNClassifier,
+live in :mod:`texkit.modules.sentence_classifiers` and are re-exported here.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +17,9 @@ from texkit.core.layers import MaskedMeanPooling
 from texkit.hparams import HParamsError, check_positive_int, check_rate, hparams_scope
 from texkit.modules.base import ModuleBase
 from texkit.modules.encoders.bert_encoder import BERTEncoder
+from texkit.modules.sentence_classifiers import Conv1DClassifier, UnidirectionalRNNClassifier
 
-__all__ = ["BERTClassifier"]
+__all__ = ["BERTClassifier", "Conv1DClassifier", "UnidirectionalRNNClassifier"]
 
 _STRATEGIES = ("cls_time", "mean_time", "all_time", "time_wise")
 
