@@ -16,6 +16,7 @@ import bbc_news  # noqa: E402
 import bert_classifier  # noqa: E402, F401  (registers the example's builders)
 import bert_pretrain  # noqa: E402
 import bible_corpus  # noqa: E402
+import sentence_classifier  # noqa: E402, F401  (registers the example's builders)
 import testament_classifier  # noqa: E402, F401  (registers the example's builders)
 
 
@@ -68,6 +69,41 @@ def test_testament_classifier_learns_from_the_yaml_config(tmp_path):
     expected = trainer.model.predict(trainer.data.preprocessor(tf.constant(verses)), verbose=0)
     np.testing.assert_allclose(served, expected, atol=1e-5)
     assert served[0].argmax() == 1 and served[1].argmax() == 0  # New, then Old Testament
+
+
+def test_sentence_classifier_learns_bbc_topics_with_glove_vectors(tmp_path):
+    import gensim
+
+    glove = os.path.join(os.path.dirname(gensim.__file__), "test", "test_data", "test_glove.txt")
+    config = os.path.join(
+        os.path.dirname(__file__), os.pardir, "hparams", "sentence_classifier.yaml"
+    )
+    user = tx.HParams.from_yaml(config, None).todict()
+    overrides = [
+        "run.train_steps=250",
+        "optimization.learning_rate=0.002",
+        "run.checkpoint_every_steps=125",
+        "run.verbose=0",
+        "model.hparams.embedder.dim=50",
+        f"model.hparams.pretrained_vectors.file={glove}",
+        "model.hparams.classifier.filters=32",
+        f"data.hparams.work_dir={tmp_path / 'bbc'}",
+    ]
+    hparams = tx.run.validate_experiment(tx.apply_overrides(user, overrides))
+    trainer = tx.run.Trainer.from_hparams(hparams)
+    data = trainer.data
+    # The files the pipeline read hold every article once, and nothing was skipped.
+    assert {name: r.examples for name, r in data.reports.items()} == data.sizes
+    assert all(r.skipped == 0 for r in data.reports.values())
+    # The embedding table starts from the GloVe rows of the words the file has.
+    with open(glove, encoding="utf-8") as f:
+        vectors = {w: np.array(v, np.float32) for w, *v in (line.split() for line in f)}
+    table = next(w for w in trainer.model.weights if "embedding" in w.path).numpy()
+    for word in ("the", "said", "new"):
+        np.testing.assert_array_equal(table[data.vocab.token_to_id_map_py[word]], vectors[word])
+    trainer.train()
+    test = trainer.evaluate("test")
+    assert test["accuracy"] > data.majority["test"] + 0.5, test
 
 
 def test_bbc_news_split_is_fixed_and_leaks_no_article():
