@@ -15,7 +15,6 @@ each checkpoint, test accuracy at the end. The exported SavedModel takes raw tex
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -25,6 +24,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from bbc_news import CLASSES, load_bbc_news  # noqa: E402
+from experiment_cli import experiment_from_args, train_and_report  # noqa: E402
 
 import texkit as tx  # noqa: E402
 
@@ -151,31 +151,11 @@ def run(hparams: tx.HParams) -> dict:
         f"BBC news: {data.sizes} articles; {len(data.duplicates)} exact duplicates dropped, "
         f"{len(data.repaired)} file(s) decoded as Windows-1252 ({', '.join(data.repaired)})"
     )
-    trainer.train()
-    results = {}
-    for split, name in (("eval", "dev"), ("test", "test")):
-        results[name] = {
-            "accuracy": trainer.evaluate(split)["accuracy"],
-            "majority": data.majority[name],
-            "size": data.sizes[name],
-        }
-    return results
+    return train_and_report(trainer, "articles")
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", required=True, help="hparams/bert_classifier.yaml")
-    parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. run.train_steps=20")
-    args = parser.parse_args(argv)
-    user = tx.HParams.from_yaml(args.config, None).todict()
-    hparams = tx.run.validate_experiment(tx.apply_overrides(user, args.overrides))
-    results = run(hparams)
-    for name, result in results.items():
-        print(
-            f"{name} accuracy ({result['size']} articles): {result['accuracy']:.4f} "
-            f"(majority class: {result['majority']:.4f})"
-        )
-    return results
+    return run(experiment_from_args(argv, __doc__, "hparams/bert_classifier.yaml"))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ Pretrained vectors: ``model.hparams.pretrained_vectors.file=glove.6B.100d.txt``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sys
@@ -33,6 +32,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from bbc_news import CLASSES, load_bbc_news  # noqa: E402
+from experiment_cli import experiment_from_args, train_and_report  # noqa: E402
 
 import texkit as tx  # noqa: E402
 
@@ -166,31 +166,11 @@ def run(hparams: tx.HParams) -> dict:
     trainer = tx.run.Trainer.from_hparams(hparams)
     data = trainer.data
     print(f"BBC news: {data.sizes} articles; vocabulary of {data.vocab.size} tokens")
-    trainer.train()
-    results = {}
-    for split, name in (("eval", "dev"), ("test", "test")):
-        results[name] = {
-            "accuracy": trainer.evaluate(split)["accuracy"],
-            "majority": data.majority[name],
-            "size": data.sizes[name],
-        }
-    return results
+    return train_and_report(trainer, "articles")
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", required=True, help="hparams/sentence_classifier.yaml")
-    parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. run.train_steps=50")
-    args = parser.parse_args(argv)
-    user = tx.HParams.from_yaml(args.config, None).todict()
-    hparams = tx.run.validate_experiment(tx.apply_overrides(user, args.overrides))
-    results = run(hparams)
-    for name, result in results.items():
-        print(
-            f"{name} accuracy ({result['size']} articles): {result['accuracy']:.4f} "
-            f"(majority class: {result['majority']:.4f})"
-        )
-    return results
+    return run(experiment_from_args(argv, __doc__, "hparams/sentence_classifier.yaml"))
 
 
 if __name__ == "__main__":

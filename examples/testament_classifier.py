@@ -14,7 +14,6 @@ and in front of the model in the exported SavedModel, which therefore takes raw 
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -24,6 +23,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from bible_corpus import load_bible  # noqa: E402
+from experiment_cli import experiment_from_args, train_and_report  # noqa: E402
 
 import texkit as tx  # noqa: E402
 
@@ -108,33 +108,11 @@ def bag_of_embeddings_classifier(hparams: tx.HParams, data: tx.run.Data) -> kera
 def run(hparams: tx.HParams) -> dict:
     """Trains the experiment and returns dev and test accuracy with their majority baselines."""
     trainer = tx.run.Trainer.from_hparams(hparams)
-    trainer.train()
-    results = {}
-    for split, name in (("eval", "dev"), ("test", "test")):
-        results[name] = {
-            "accuracy": trainer.evaluate(split)["accuracy"],
-            "majority": trainer.data.majority[name],
-            "size": trainer.data.sizes[name],
-        }
-    return results
+    return train_and_report(trainer, "verses of held-out books")
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", required=True, help="hparams/testament_classifier.yaml")
-    parser.add_argument(
-        "overrides", nargs="*", help="key=value overrides, e.g. run.train_steps=100"
-    )
-    args = parser.parse_args(argv)
-    user = tx.HParams.from_yaml(args.config, None).todict()
-    hparams = tx.run.validate_experiment(tx.apply_overrides(user, args.overrides))
-    results = run(hparams)
-    for name, result in results.items():
-        print(
-            f"{name} accuracy (held-out books, {result['size']} verses): {result['accuracy']:.4f} "
-            f"(majority class: {result['majority']:.4f})"
-        )
-    return results
+    return run(experiment_from_args(argv, __doc__, "hparams/testament_classifier.yaml"))
 
 
 if __name__ == "__main__":

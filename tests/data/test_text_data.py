@@ -48,10 +48,11 @@ def write_lines(path, lines):
     return str(path)
 
 
-def mono(paths, **dataset):
+def mono(paths, tokenizer=None, **dataset):
     hparams = dataset.pop("hparams", {})
     spec = {"files": [paths["text"]], "vocab_file": paths["vocab"], **dataset}
-    return MonoTextData({"dataset": spec, "shuffle": False, "batch_size": 2, **hparams})
+    hparams = {"dataset": spec, "shuffle": False, "batch_size": 2, **hparams}
+    return MonoTextData(hparams, tokenizer=tokenizer)
 
 
 def unpad(batch, prefix=""):
@@ -135,6 +136,20 @@ def test_text_equals_the_tokens_of_the_ids_and_options(files):
         [t for t in line.split("a") if t] for line in python_lines(BAD_FILE) if line.strip()
     ]
     assert [e["text"] for e in examples(data)] == expected
+
+
+def test_a_tokenizer_function_replaces_the_delimiter(files):
+    import tensorflow_text as tf_text
+
+    tokenizer = tf_text.UnicodeScriptTokenizer()
+    data = mono(files, bos_token="", eos_token="", tokenizer=tokenizer.tokenize)
+    lines = [line for line in python_lines(BAD_FILE) if line.strip()]
+    expected = [[t.decode() for t in tokenizer.tokenize(line).numpy()] for line in lines]
+    assert [e["text"] for e in examples(data)] == expected
+    with pytest.raises(HParamsError, match="dataset.delimiter"):
+        mono(files, delimiter=",", tokenizer=tokenizer.tokenize)
+    with pytest.raises(TypeError, match="the tokenizer must map"):
+        mono(files, tokenizer=tf.strings.lower)
 
 
 # -- Batching -----------------------------------------------------------------------------------

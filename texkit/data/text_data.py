@@ -4,19 +4,24 @@
 Each example of a text field gives three tensors (prefixed ``source_`` / ``target_`` in paired
 data):
 
-* ``text``: the tokens, with ``bos_token``/``eos_token`` added, padded with the vocabulary's pad
-  token (so ``vocab.map_ids_to_tokens(text_ids)`` equals ``text``);
+* ``text``: the tokens as read (out-of-vocabulary ones too), with ``bos_token``/``eos_token``
+  added, padded with the vocabulary's pad token (``vocab.map_tokens_to_ids(text)`` equals
+  ``text_ids``);
 * ``text_ids``: their int32 ids, padded with 0 (``<PAD>``'s id);
 * ``length``: int32, the number of tokens, BOS and EOS included.
 
 ``max_seq_length`` counts tokens *without* BOS and EOS, as in Texar, so with
 ``pad_to_max_seq_length`` the time axis is ``max_seq_length`` plus the special tokens added.
+Tokens are split at ``delimiter`` (ASCII whitespace by default), or by a ``tokenizer`` given to
+the constructor: any function from a ``[n]`` string tensor to an ``[n, None]`` string
+``RaggedTensor`` that runs in the graph, e.g. ``tensorflow_text.UnicodeScriptTokenizer().tokenize``.
 Lines go through the bad-input policy of :mod:`texkit.data.sources` (empty lines, invalid UTF-8,
 over-long lines), and every skipped or repaired line is counted in ``data.report``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import tensorflow as tf
@@ -76,9 +81,22 @@ class TextField(Field):
 
     is_sequence = True
 
-    def __init__(self, name: str, key: str, hparams: Any, prefix: str, vocab: Vocab | None = None):
+    def __init__(
+        self,
+        name: str,
+        key: str,
+        hparams: Any,
+        prefix: str,
+        vocab: Vocab | None = None,
+        tokenizer: Callable[[Any], Any] | None = None,
+    ):
         super().__init__(name, key, hparams)
         self.prefix = prefix
+        if tokenizer is not None and hparams.delimiter is not None:
+            raise HParamsError("give a delimiter or a tokenizer, not both", f"{key}.delimiter")
+        self._tokenizer = tokenizer
+        if tokenizer is not None:
+            self._split(tf.constant(["a b"]))  # a wrong tokenizer fails here, not mid-pipeline
         for mode, choices in _MODES.items():
             if hparams[mode] not in choices:
                 raise HParamsError(
@@ -105,12 +123,27 @@ class TextField(Field):
                 raise HParamsError(f"{hparams[token]!r} is not in the vocabulary", f"{key}.{token}")
         self.num_special = bool(hparams.bos_token) + bool(hparams.eos_token)
 
+    def _split(self, lines: Any) -> Any:
+        if self._tokenizer is None:
+            return split_tokens(lines, self.hparams.delimiter)
+        tokens = self._tokenizer(lines)
+        if not (
+            isinstance(tokens, tf.RaggedTensor)
+            and tokens.shape.rank == 2
+            and tokens.dtype == tf.string
+        ):
+            raise TypeError(
+                f"{self.key}: the tokenizer must map [n] strings to an [n, None] string "
+                f"RaggedTensor, got {tokens!r}"
+            )
+        return tokens
+
     def check(self, raw: Any) -> tuple[Any, dict[str, Any], Any, Any]:
         hp = self.hparams
         lines, invalid, empty = sources.normalize_lines(raw)
         too_long = tf.zeros_like(empty)
         if hp.max_seq_length is not None:
-            counts = split_tokens(lines, hp.delimiter).row_lengths()
+            counts = self._split(lines).row_lengths()
             too_long = counts > hp.max_seq_length
         skip = tf.logical_and(too_long, hp.length_filter_mode == "discard")
         skip = tf.logical_or(skip, tf.logical_and(empty, hp.empty_line_mode == "skip"))
@@ -134,7 +167,7 @@ class TextField(Field):
 
     def _tokens(self, clean: Any) -> Any:
         hp = self.hparams
-        tokens = split_tokens(clean, hp.delimiter)
+        tokens = self._split(clean)
         if hp.max_seq_length is not None:
             tokens = tokens[:, : hp.max_seq_length]
         return tokens
@@ -197,8 +230,14 @@ class MonoTextData(DataBase):
     def default_hparams(cls) -> dict:
         return {**DataBase.default_hparams(), "dataset": text_field_defaults(), "name": "mono_text"}
 
+    def __init__(self, hparams: Any = None, tokenizer: Callable[[Any], Any] | None = None):
+        self._tokenizer = tokenizer
+        super().__init__(hparams)
+
     def _make_fields(self) -> list[Field]:
-        return [TextField("text", "dataset", self.hparams.dataset, prefix="")]
+        return [
+            TextField("text", "dataset", self.hparams.dataset, prefix="", tokenizer=self._tokenizer)
+        ]
 
     @property
     def vocab(self) -> Vocab:
@@ -241,9 +280,15 @@ class PairedTextData(DataBase):
             "name": "paired_text",
         }
 
+    def __init__(self, hparams: Any = None, tokenizer: Callable[[Any], Any] | None = None):
+        self._tokenizer = tokenizer
+        super().__init__(hparams)
+
     def _make_fields(self) -> list[Field]:
         hp = self.hparams
-        source = TextField("source", "source_dataset", hp.source_dataset, prefix="source_")
+        source = TextField(
+            "source", "source_dataset", hp.source_dataset, "source_", tokenizer=self._tokenizer
+        )
         target_vocab = None
         if hp.vocab_share:
             if hp.target_dataset.vocab_file:
@@ -252,7 +297,12 @@ class PairedTextData(DataBase):
                 )
             target_vocab = source.vocab
         target = TextField(
-            "target", "target_dataset", hp.target_dataset, prefix="target_", vocab=target_vocab
+            "target",
+            "target_dataset",
+            hp.target_dataset,
+            "target_",
+            vocab=target_vocab,
+            tokenizer=self._tokenizer,
         )
         return [source, target]
 
