@@ -45,13 +45,30 @@ def test_bible_loader_names_the_bad_line(tmp_path):
         bible_corpus.load_bible(str(tmp_path / "missing.tsv.gz"))
 
 
-def test_testament_classifier_learns_from_the_yaml_config(tmp_path):
-    config = os.path.join(
-        os.path.dirname(__file__), os.pardir, "hparams", "testament_classifier.yaml"
-    )
+def experiment(name, *overrides):
+    """The validated hparams of ``hparams/<name>.yaml`` with ``key=value`` overrides."""
+    config = os.path.join(os.path.dirname(__file__), os.pardir, "hparams", f"{name}.yaml")
     user = tx.HParams.from_yaml(config, None).todict()
-    overrides = ["run.train_steps=350", "run.verbose=0", "model.hparams.embedder.dim=32"]
-    hparams = tx.run.validate_experiment(tx.apply_overrides(user, overrides))
+    return tx.run.validate_experiment(tx.apply_overrides(user, list(overrides)))
+
+
+def assert_export_serves_raw_text(trainer, texts, folder, atol):
+    """The exported SavedModel takes raw text and agrees with the trained model."""
+    trainer.export(str(folder))
+    loaded = tf.saved_model.load(str(folder))  # kept referenced: it owns the variables
+    served = loaded.serve(tf.constant(texts)).numpy()
+    expected = trainer.model.predict(trainer.data.preprocessor(tf.constant(texts)), verbose=0)
+    np.testing.assert_allclose(served, expected, atol=atol)
+    return served
+
+
+def test_testament_classifier_learns_from_the_yaml_config(tmp_path):
+    hparams = experiment(
+        "testament_classifier",
+        "run.train_steps=350",
+        "run.verbose=0",
+        "model.hparams.embedder.dim=32",
+    )
     trainer = tx.run.Trainer.from_hparams(hparams)
     trainer.train()
     test = trainer.evaluate("test")
@@ -63,11 +80,7 @@ def test_testament_classifier_learns_from_the_yaml_config(tmp_path):
         "And Jesus answered and said unto them, Verily I say unto you",
         "And the LORD spake unto Moses, saying,",
     ]
-    trainer.export(str(tmp_path / "serving"))
-    loaded = tf.saved_model.load(str(tmp_path / "serving"))
-    served = loaded.serve(tf.constant(verses)).numpy()
-    expected = trainer.model.predict(trainer.data.preprocessor(tf.constant(verses)), verbose=0)
-    np.testing.assert_allclose(served, expected, atol=1e-5)
+    served = assert_export_serves_raw_text(trainer, verses, tmp_path / "serving", atol=1e-5)
     assert served[0].argmax() == 1 and served[1].argmax() == 0  # New, then Old Testament
 
 
@@ -75,11 +88,8 @@ def test_sentence_classifier_learns_bbc_topics_with_glove_vectors(tmp_path):
     import gensim
 
     glove = os.path.join(os.path.dirname(gensim.__file__), "test", "test_data", "test_glove.txt")
-    config = os.path.join(
-        os.path.dirname(__file__), os.pardir, "hparams", "sentence_classifier.yaml"
-    )
-    user = tx.HParams.from_yaml(config, None).todict()
-    overrides = [
+    hparams = experiment(
+        "sentence_classifier",
         "run.train_steps=250",
         "optimization.learning_rate=0.002",
         "run.checkpoint_every_steps=125",
@@ -88,8 +98,7 @@ def test_sentence_classifier_learns_bbc_topics_with_glove_vectors(tmp_path):
         f"model.hparams.pretrained_vectors.file={glove}",
         "model.hparams.classifier.filters=32",
         f"data.hparams.work_dir={tmp_path / 'bbc'}",
-    ]
-    hparams = tx.run.validate_experiment(tx.apply_overrides(user, overrides))
+    )
     trainer = tx.run.Trainer.from_hparams(hparams)
     data = trainer.data
     # The files the pipeline read hold every article once, and nothing was skipped.
@@ -122,16 +131,14 @@ def test_bbc_news_split_is_fixed_and_leaks_no_article():
 
 
 def bert_experiment(tmp_path, *overrides):
-    config = os.path.join(os.path.dirname(__file__), os.pardir, "hparams", "bert_classifier.yaml")
-    user = tx.HParams.from_yaml(config, None).todict()
-    small = [
+    return experiment(
+        "bert_classifier",
         "data.hparams.max_seq_length=48",
         "data.hparams.batch_size=16",
         "run.verbose=0",
         f"run.model_dir={tmp_path / 'run'}",
         *overrides,
-    ]
-    return tx.run.validate_experiment(tx.apply_overrides(user, small))
+    )
 
 
 def test_bert_classifier_fine_tunes_minilm_and_serves_raw_text(tmp_path):
@@ -153,11 +160,7 @@ def test_bert_classifier_fine_tunes_minilm_and_serves_raw_text(tmp_path):
         "Shares in the bank fell sharply after profits missed forecasts and the dollar slid.",
         "The striker scored twice as the champions won the cup final at Wembley.",
     ]
-    trainer.export(str(tmp_path / "serving"))
-    loaded = tf.saved_model.load(str(tmp_path / "serving"))
-    served = loaded.serve(tf.constant(texts)).numpy()
-    expected = trainer.model.predict(trainer.data.preprocessor(tf.constant(texts)), verbose=0)
-    np.testing.assert_allclose(served, expected, atol=1e-4)
+    assert_export_serves_raw_text(trainer, texts, tmp_path / "serving", atol=1e-4)
 
 
 def test_bert_classifier_has_static_shapes_for_tpus(tmp_path):
