@@ -103,6 +103,7 @@ def check_module_contract(
     output_time_axes: Any = None,
     atol: float = 1e-5,
     bf16_tolerance: float = 2e-2,
+    float32_outputs: Any = None,
 ) -> Any:
     """Runs the module contract checks; returns the float32 eager outputs.
 
@@ -122,6 +123,9 @@ def check_module_contract(
             for every output; ``None`` entries mark outputs without a time axis).
         atol: tolerance between float32 runs (eager, graph, XLA, reloaded).
         bf16_tolerance: absolute and relative tolerance of the ``mixed_bfloat16`` outputs.
+        float32_outputs: a structure like the outputs, true where an output is float32 by design
+            under ``mixed_bfloat16`` (a probability or a softmax's logits); ``None``: every float
+            output follows the compute dtype.
     """
     call_kwargs = dict(call_kwargs or {})
     inputs = {k: np.asarray(v) for k, v in inputs.items()}
@@ -180,12 +184,19 @@ def check_module_contract(
         ), f"mixed_bfloat16 variable {weight.path} has dtype {weight.dtype}"
     mixed_outputs = _call(mixed, inputs, call_kwargs)
     mixed_floats, reference_floats = [], []
-    for output, expected in zip(
-        tf.nest.flatten(mixed_outputs), tf.nest.flatten(reference), strict=True
+    flat_reference = tf.nest.flatten(reference)
+    stays_float32 = (
+        [False] * len(flat_reference)
+        if float32_outputs is None
+        else tf.nest.flatten(float32_outputs)
+    )
+    for output, expected, float32 in zip(
+        tf.nest.flatten(mixed_outputs), flat_reference, stays_float32, strict=True
     ):
         if keras.backend.standardize_dtype(expected.dtype).startswith("float"):
-            assert keras.backend.standardize_dtype(output.dtype) == "bfloat16", (
-                f"mixed_bfloat16 output has dtype {output.dtype}"
+            wanted = "float32" if float32 else "bfloat16"
+            assert keras.backend.standardize_dtype(output.dtype) == wanted, (
+                f"mixed_bfloat16 output has dtype {output.dtype}, expected {wanted}"
             )
             mixed_floats.append(output)
             reference_floats.append(expected)

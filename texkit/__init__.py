@@ -9,7 +9,7 @@ import os
 # texkit runs on Keras' TensorFlow backend; pick it unless the user already chose.
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-from texkit import core, data, modules, pretrained, registry, run  # noqa: E402
+from texkit import core, data, losses, modules, pretrained, registry, run  # noqa: E402
 from texkit.hparams import HParams, HParamsError, apply_overrides  # noqa: E402
 
 __version__ = "0.1.0"
@@ -20,6 +20,7 @@ __all__ = [
     "apply_overrides",
     "core",
     "data",
+    "losses",
     "modules",
     "pretrained",
     "registry",

@@ -12,6 +12,8 @@ from typing import Any
 import keras
 
 from texkit import registry
+from texkit.core import rnn_cells
+from texkit.core.rnn_cells import default_rnn_cell_hparams, rnn_cell_hparams_doc
 from texkit.hparams import HParams, HParamsError
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
     "get_activation",
     "get_layer",
     "get_rnn_cell",
+    "rnn_cell_hparams_doc",
     "masked_max_pool",
     "masked_mean_pool",
     "training_dropout",
@@ -134,17 +137,49 @@ def get_layer(hparams: Mapping | HParams, path: str = "layer") -> keras.layers.L
     return get_instance(hparams, path, expected=keras.layers.Layer)
 
 
-def default_rnn_cell_hparams() -> dict:
-    """The defaults of an ``rnn_cell`` entry: one 256-unit LSTM cell (see :func:`get_rnn_cell`)."""
-    return {"type": "LSTMCell", "kwargs": {"units": 256}, "num_layers": 1}
+_KEEP_PROBS = ("input_keep_prob", "output_keep_prob", "state_keep_prob")
+
+
+def _check_bool(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise HParamsError(f"expected a bool, got {value!r}", path)
+    return value
+
+
+def _rnn_cell_options(spec: dict, path: str) -> tuple[int, dict, bool, bool]:
+    """Pops and validates ``num_layers``, ``dropout``, ``residual``, ``highway`` (or defaults)."""
+    num_layers = spec.pop("num_layers", 1)
+    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
+        raise HParamsError(f"expected a positive int, got {num_layers!r}", f"{path}.num_layers")
+    dropout = default_rnn_cell_hparams()["dropout"]
+    for key, value in _as_dict(spec.pop("dropout", None) or {}).items():
+        if key not in dropout:
+            raise HParamsError(
+                f"unknown key; known keys: {sorted(dropout)}", f"{path}.dropout.{key}"
+            )
+        dropout[key] = value
+    for key in _KEEP_PROBS:
+        value = dropout[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+            raise HParamsError(
+                f"expected a number in (0, 1], got {value!r}", f"{path}.dropout.{key}"
+            )
+    _check_bool(dropout["variational_recurrent"], f"{path}.dropout.variational_recurrent")
+    residual = _check_bool(spec.pop("residual", False), f"{path}.residual")
+    highway = _check_bool(spec.pop("highway", False), f"{path}.highway")
+    if residual and highway:
+        raise HParamsError(
+            f"{path}.residual and {path}.highway cannot both be true; choose one", f"{path}.highway"
+        )
+    return num_layers, dropout, residual, highway
 
 
 def get_rnn_cell(
     hparams: Mapping | HParams, path: str = "rnn_cell", **layer_kwargs: Any
 ) -> keras.layers.Layer:
-    """One Keras RNN cell from an ``rnn_cell`` entry, for ``keras.layers.RNN``.
+    """One Keras RNN cell from an ``rnn_cell`` entry, for ``keras.layers.RNN`` or stepping.
 
-    Keys (defaults in :func:`default_rnn_cell_hparams`):
+    Keys (defaults in :func:`default_rnn_cell_hparams`; documented by :func:`rnn_cell_hparams_doc`):
 
     * ``type``: the cell class, a registry name (``LSTMCell``, ``GRUCell``, ``SimpleRNNCell``) or
       an allowed dotted path; it must build a Keras layer with a ``state_size``.
@@ -152,21 +187,40 @@ def get_rnn_cell(
       every layer.
     * ``num_layers``: how many cells to stack; more than one gives a
       ``keras.layers.StackedRNNCells`` whose output is the top cell's.
+    * ``dropout``: ``input_keep_prob``, ``output_keep_prob``, ``state_keep_prob`` in (0, 1] and
+      ``variational_recurrent``: when a keep probability is below 1, every layer is wrapped in a
+      :class:`~texkit.core.rnn_cells.DropoutWrapper` (active in training only).
+    * ``residual`` / ``highway``: every layer but the first (whose input is the RNN's input, of
+      another size) is wrapped in a :class:`~texkit.core.rnn_cells.ResidualWrapper` /
+      :class:`~texkit.core.rnn_cells.HighwayWrapper`, outside the dropout; not both.
+
+    So one layer is ``Highway(Dropout(cell))`` at most, as in Texar.
 
     Args:
-        hparams: the entry, a dict or :class:`~texkit.HParams`; a missing ``num_layers`` is 1.
+        hparams: the entry, a dict or :class:`~texkit.HParams`; missing keys take the defaults
+            above (``num_layers: 1``, no dropout, no residual or highway connections).
         path: where the entry sits in the caller's config, for error messages.
-        **layer_kwargs: Keras layer arguments for every cell (and the stack), e.g. ``dtype``.
+        **layer_kwargs: Keras layer arguments for every cell, wrapper and the stack, e.g. ``dtype``.
     """
     spec = _as_dict(hparams)
-    num_layers = spec.pop("num_layers", 1)
-    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
-        raise HParamsError(f"expected a positive int, got {num_layers!r}", f"{path}.num_layers")
+    num_layers, dropout, residual, highway = _rnn_cell_options(spec, path)
+    keep_probs = {key: dropout[key] for key in _KEEP_PROBS}
     cells = []
-    for _ in range(num_layers):
+    for layer_index in range(num_layers):
         cell = get_instance(spec, path, expected=keras.layers.Layer, **layer_kwargs)
         if not hasattr(cell, "state_size"):
             raise HParamsError(f"{spec['type']!r} is not an RNN cell (it has no state_size)", path)
+        if min(keep_probs.values()) < 1:
+            cell = rnn_cells.DropoutWrapper(
+                cell,
+                **keep_probs,
+                variational_recurrent=dropout["variational_recurrent"],
+                **layer_kwargs,
+            )
+        if residual and layer_index > 0:
+            cell = rnn_cells.ResidualWrapper(cell, **layer_kwargs)
+        if highway and layer_index > 0:
+            cell = rnn_cells.HighwayWrapper(cell, **layer_kwargs)
         cells.append(cell)
     if num_layers == 1:
         return cells[0]

@@ -13,17 +13,35 @@ from texkit.modules.classifiers import (
     Conv1DClassifier,
     UnidirectionalRNNClassifier,
 )
+from texkit.modules.connectors import (
+    ConstantConnector,
+    ForwardConnector,
+    MLPTransformConnector,
+)
+from texkit.modules.decoders import AttentionRNNDecoder, BasicRNNDecoder
 from texkit.modules.embedders import PositionEmbedder, SinusoidsPositionEmbedder, WordEmbedder
-from texkit.modules.encoders import BERTEncoder, Conv1DEncoder, TransformerEncoder
+from texkit.modules.encoders import (
+    BERTEncoder,
+    BidirectionalRNNEncoder,
+    Conv1DEncoder,
+    TransformerEncoder,
+    UnidirectionalRNNEncoder,
+)
 
 __all__ = [
+    "AttentionRNNDecoder",
+    "BasicRNNDecoder",
     "BERTClassifier",
     "BERTEncoder",
     "BERTMaskedLMHead",
     "BERTNextSentenceHead",
     "BERTPretrainer",
+    "BidirectionalRNNEncoder",
+    "ConstantConnector",
     "Conv1DClassifier",
     "Conv1DEncoder",
+    "ForwardConnector",
+    "MLPTransformConnector",
     "ModuleBase",
     "PositionEmbedder",
     "SinusoidsPositionEmbedder",
@@ -31,5 +49,6 @@ __all__ = [
     "TokenTaggingHead",
     "TransformerEncoder",
     "UnidirectionalRNNClassifier",
+    "UnidirectionalRNNEncoder",
     "WordEmbedder",
 ]

@@ -21,6 +21,7 @@ from texkit.core.layers import (
     get_rnn_cell,
     masked_max_pool,
     masked_mean_pool,
+    rnn_cell_hparams_doc,
     training_dropout,
 )
 from texkit.hparams import HParamsError, check_positive_int, check_rate
@@ -162,10 +163,7 @@ class UnidirectionalRNNClassifier(ModuleBase):
     """
 
     HPARAMS_DOC = {
-        "rnn_cell": (
-            "The cell: {type, kwargs} of a Keras RNN cell (LSTMCell, GRUCell, SimpleRNNCell)."
-        ),
-        "rnn_cell.num_layers": "Number of stacked cells (each with the same type and kwargs).",
+        **rnn_cell_hparams_doc("rnn_cell"),
         "clas_strategy": "'final_state', 'mean_time' or 'max_time' (see above).",
         "dropout_rate": "Dropout on the RNN features and after every dense layer.",
         "num_dense_layers": "Number of dense layers between the RNN and the output layer.",

@@ -1,0 +1,397 @@
+"""Decoding algorithms, written once over a step function.
+
+A decoder supplies ``step(token_ids, time, state) -> (logits, state)``:
+
+* ``token_ids``: ``[batch]`` int32, the tokens chosen at the previous step (the start tokens at
+  ``time == 0``);
+* ``time``: a scalar int32 tensor, the step being computed (0-based);
+* ``state``: any nested structure of tensors whose first axis is the batch (beam search tiles
+  and reorders every tensor along that axis, so constant parts such as an attention memory may
+  travel in the state too); the structure and shapes must not change between steps;
+* ``logits``: ``[batch, vocab_size]`` scores of the next token.
+
+Every algorithm preallocates its output buffers to ``max_decoding_length`` (a Python int) and runs
+in one ``tf.while_loop`` that stops early once every sequence has ended, so it compiles with
+``tf.function(jit_compile=True)``. Sequences end with ``end_token``, which counts in their length;
+a sequence that never emits it stops at ``max_decoding_length``. Positions after a sequence's end
+hold ``end_token`` (ids) and zeros (logits), and its state stays as it was at its own last step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import tensorflow as tf
+
+__all__ = [
+    "BeamSearchOutput",
+    "DecodeResult",
+    "beam_search",
+    "filter_top_k",
+    "filter_top_p",
+    "gnmt_length_penalty",
+    "greedy_decode",
+    "sample_decode",
+    "tile_batch",
+]
+
+Step = Callable[[Any, Any, Any], tuple[Any, Any]]
+
+_NEG_INF = float("-inf")
+
+
+class DecodeResult(NamedTuple):
+    """What greedy decoding and sampling return.
+
+    Attributes:
+        sample_id: ``[batch, max_decoding_length]`` int32 tokens; ``end_token`` after each end.
+        logits: ``[batch, max_decoding_length, vocab_size]`` float32 step logits (as the step
+            function gave them, before temperature and filtering); zeros after each end.
+        lengths: ``[batch]`` int32 decoded lengths, the end token included.
+        final_state: the state after each sequence's own last step.
+    """
+
+    sample_id: Any
+    logits: Any
+    lengths: Any
+    final_state: Any
+
+
+class BeamSearchOutput(NamedTuple):
+    """What beam search returns, best hypothesis first.
+
+    Attributes:
+        ids: ``[batch, beam_width, max_decoding_length]`` int32; ``end_token`` after each end.
+        scores: ``[batch, beam_width]`` float32 log-probabilities divided by the length penalty;
+            ``-inf`` marks an empty slot (only when fewer hypotheses than beams exist, e.g. a
+            vocabulary smaller than the beam).
+        lengths: ``[batch, beam_width]`` int32, the end token included (0 for an empty slot).
+    """
+
+    ids: Any
+    scores: Any
+    lengths: Any
+
+
+def _check_length(max_decoding_length: Any) -> int:
+    if isinstance(max_decoding_length, bool) or not isinstance(max_decoding_length, int):
+        raise ValueError(
+            "max_decoding_length must be a Python int (buffers are preallocated to it), got "
+            f"{max_decoding_length!r}"
+        )
+    if max_decoding_length < 1:
+        raise ValueError(f"max_decoding_length must be positive, got {max_decoding_length}")
+    return max_decoding_length
+
+
+def _batch_size(tokens: Any) -> Any:
+    """The static batch size when known (so loop shapes stay static), else the dynamic one."""
+    return tokens.shape[0] if tokens.shape[0] is not None else tf.shape(tokens)[0]
+
+
+def _where_batch(condition: Any, x: Any, y: Any) -> Any:
+    """``where`` with a ``[batch]`` condition broadcast over the other axes of ``x`` and ``y``."""
+    condition = tf.reshape(condition, [-1] + [1] * (len(x.shape) - 1))
+    return tf.where(condition, x, y)
+
+
+def _write(buffer: Any, time: Any, value: Any) -> Any:
+    """Writes ``value`` at ``buffer[time]`` (a time-major buffer): an in-place update under XLA."""
+    return tf.tensor_scatter_nd_update(buffer, [[time]], value[None])
+
+
+def filter_top_k(logits: Any, top_k: int) -> Any:
+    """``logits`` with all but the ``top_k`` largest of each row set to ``-inf`` (0: no filter).
+
+    Ties with the ``top_k``-th largest value are kept.
+    """
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
+        raise ValueError(f"top_k must be a non-negative int, got {top_k!r}")
+    if top_k == 0:
+        return logits
+    top_k = min(top_k, logits.shape[-1] or top_k)
+    kth = tf.math.top_k(logits, k=top_k).values[..., -1:]
+    return tf.where(logits < kth, tf.cast(_NEG_INF, logits.dtype), logits)
+
+
+def filter_top_p(logits: Any, top_p: float) -> Any:
+    """Nucleus filtering (Holtzman et al., 2020): keeps the smallest set of most likely tokens
+    whose probability mass reaches ``top_p``, sets the other logits to ``-inf``.
+
+    A token is kept when the mass of the tokens more likely than it is below ``top_p``, so the
+    most likely token always stays; ``top_p >= 1`` keeps everything. Ties with the last kept
+    logit are kept.
+    """
+    if not 0.0 < top_p <= 1.0:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
+    if top_p >= 1.0:
+        return logits
+    logits = tf.cast(logits, tf.float32)
+    ordered = tf.sort(logits, axis=-1, direction="DESCENDING")
+    mass_before = tf.math.cumsum(tf.nn.softmax(ordered, axis=-1), axis=-1, exclusive=True)
+    kept = tf.where(mass_before < top_p, ordered, tf.cast(float("inf"), tf.float32))
+    threshold = tf.reduce_min(kept, axis=-1, keepdims=True)
+    return tf.where(logits < threshold, _NEG_INF, logits)
+
+
+def gnmt_length_penalty(length: Any, alpha: float) -> Any:
+    """The length penalty of Wu et al. (2016), ``((5 + length) / 6) ** alpha``, in float32."""
+    return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, alpha)
+
+
+def tile_batch(structure: Any, multiplier: int) -> Any:
+    """Repeats every tensor of ``structure`` ``multiplier`` times along the batch axis.
+
+    ``[batch, ...]`` becomes ``[batch * multiplier, ...]`` with the copies of each example next to
+    each other (the layout :func:`beam_search` uses for its state).
+    """
+    return tf.nest.map_structure(lambda t: tf.repeat(t, multiplier, axis=0), structure)
+
+
+def _decode(
+    step: Step,
+    choose: Callable[[Any, Any], Any],
+    start_tokens: Any,
+    end_token: Any,
+    max_decoding_length: int,
+    initial_state: Any,
+    vocab_size: int | None,
+) -> DecodeResult:
+    """The loop shared by greedy decoding and sampling: ``choose(logits, time) -> ids``."""
+    max_length = _check_length(max_decoding_length)
+    start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
+    end_token = tf.cast(end_token, tf.int32)
+    batch = _batch_size(start_tokens)
+
+    def body(time, tokens, finished, lengths, ids, logits_buffer, state):
+        logits, new_state = step(tokens, time, state)
+        logits = tf.cast(logits, tf.float32)
+        chosen = tf.cast(choose(logits, time), tf.int32)
+        chosen = tf.where(finished, end_token, chosen)
+        ids = _write(ids, time, chosen)
+        logits = _where_batch(finished, tf.zeros_like(logits), logits)
+        logits_buffer = _write(logits_buffer, time, logits)
+        state = tf.nest.map_structure(
+            lambda new, old: _where_batch(finished, old, new), new_state, state
+        )
+        lengths = tf.where(finished, lengths, time + 1)
+        finished = tf.logical_or(finished, tf.equal(chosen, end_token))
+        return time + 1, chosen, finished, lengths, ids, logits_buffer, state
+
+    if vocab_size is None:
+        # One extra call of the step function tells the size of the logits buffer.
+        logits, _ = step(start_tokens, tf.constant(0), initial_state)
+        vocab_size = logits.shape[-1] if logits.shape[-1] is not None else tf.shape(logits)[-1]
+    ids = tf.fill([max_length, batch], end_token)
+    logits_buffer = tf.zeros([max_length, batch, vocab_size], tf.float32)
+    loop_vars = (
+        tf.constant(0),
+        start_tokens,
+        tf.zeros([batch], tf.bool),
+        tf.zeros([batch], tf.int32),
+        ids,
+        logits_buffer,
+        initial_state,
+    )
+    _, _, _, lengths, ids, logits_buffer, state = tf.while_loop(
+        lambda time, _tokens, finished, *_: tf.logical_and(
+            time < max_length, tf.logical_not(tf.reduce_all(finished))
+        ),
+        body,
+        loop_vars,
+        maximum_iterations=max_length,
+    )
+    return DecodeResult(
+        sample_id=tf.transpose(ids),
+        logits=tf.transpose(logits_buffer, (1, 0, 2)),
+        lengths=lengths,
+        final_state=state,
+    )
+
+
+def greedy_decode(
+    step: Step,
+    start_tokens: Any,
+    end_token: Any,
+    max_decoding_length: int,
+    initial_state: Any,
+    vocab_size: int | None = None,
+) -> DecodeResult:
+    """Greedy decoding: the most likely token at every step.
+
+    Args:
+        step: ``step(token_ids, time, state) -> (logits, state)`` (see the module docstring).
+        start_tokens: ``[batch]`` int tokens fed at the first step.
+        end_token: the int token that ends a sequence.
+        max_decoding_length: a Python int, the most steps decoded.
+        initial_state: the step function's state before the first step.
+        vocab_size: the size of the logits (a Python int); ``None`` finds it with one extra call
+            of ``step``.
+    """
+    return _decode(
+        step,
+        lambda logits, _time: tf.argmax(logits, axis=-1, output_type=tf.int32),
+        start_tokens,
+        end_token,
+        max_decoding_length,
+        initial_state,
+        vocab_size,
+    )
+
+
+def sample_decode(
+    step: Step,
+    start_tokens: Any,
+    end_token: Any,
+    max_decoding_length: int,
+    initial_state: Any,
+    softmax_temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    seed: Any = None,
+    vocab_size: int | None = None,
+) -> DecodeResult:
+    """Sampling: each token drawn from ``softmax(logits / softmax_temperature)``, optionally
+    restricted to the ``top_k`` most likely tokens and then to the top-``top_p`` nucleus.
+
+    Args:
+        step, start_tokens, end_token, max_decoding_length, initial_state, vocab_size: as in
+            :func:`greedy_decode`.
+        softmax_temperature: positive; below 1 sharpens, above 1 flattens the distribution.
+        top_k: keep the ``top_k`` most likely tokens (0: all).
+        top_p: keep the smallest set of tokens whose mass reaches ``top_p`` (1: all).
+        seed: an int, or a ``[2]`` int tensor, for reproducible draws (stateless sampling: the
+            same seed gives the same tokens on the same device and compiler; XLA draws other
+            numbers than the TensorFlow kernels); ``None`` draws a new seed.
+    """
+    if not softmax_temperature > 0:
+        raise ValueError(f"softmax_temperature must be positive, got {softmax_temperature!r}")
+    filter_top_k(tf.zeros([1, 1]), top_k)  # validates top_k before tracing the loop
+    filter_top_p(tf.zeros([1, 1]), top_p)
+    if seed is None:
+        seed = tf.random.uniform([2], maxval=tf.int32.max, dtype=tf.int32)
+    elif isinstance(seed, int):
+        seed = tf.constant([seed, 0], tf.int32)
+    seed = tf.cast(seed, tf.int32)
+
+    def choose(logits: Any, time: Any) -> Any:
+        logits = filter_top_p(filter_top_k(logits / softmax_temperature, top_k), top_p)
+        step_seed = tf.random.experimental.stateless_fold_in(seed, time)
+        return tf.random.stateless_categorical(logits, 1, step_seed, dtype=tf.int32)[:, 0]
+
+    return _decode(
+        step, choose, start_tokens, end_token, max_decoding_length, initial_state, vocab_size
+    )
+
+
+def beam_search(
+    step: Step,
+    start_tokens: Any,
+    end_token: Any,
+    max_decoding_length: int,
+    initial_state: Any,
+    beam_width: int,
+    length_penalty: float = 0.0,
+) -> BeamSearchOutput:
+    """Beam search with a finished-hypothesis set, the GNMT length penalty and early stopping.
+
+    At every step each of the ``beam_width`` live hypotheses is extended by every token and the
+    ``beam_width`` most likely extensions are kept. Those that end (with ``end_token``, or by
+    reaching ``max_decoding_length``) move to the finished set, scored
+    ``log P(y) / ((5 + |y|) / 6) ** length_penalty`` (Wu et al., 2016), which keeps the
+    ``beam_width`` best finished hypotheses; the others stay live (a finished hypothesis takes its
+    slot, so with ``beam_width=1`` this is exactly greedy decoding). The search stops when no live
+    hypothesis is left, or when the set is full and no live hypothesis can still beat its worst
+    member (live log-probabilities only fall, and with ``length_penalty >= 0`` the penalty is at
+    most that of ``max_decoding_length``).
+
+    Args:
+        step, start_tokens, end_token, max_decoding_length: as in :func:`greedy_decode`.
+        initial_state: the state for one hypothesis per example (``[batch, ...]`` tensors); it is
+            tiled to ``[batch * beam_width, ...]`` (copies of an example next to each other) and
+            reordered along that axis as hypotheses are kept.
+        beam_width: a positive Python int.
+        length_penalty: the GNMT ``alpha`` (0: plain log-probabilities); must be >= 0.
+
+    Returns:
+        :class:`BeamSearchOutput`, hypotheses sorted best first.
+    """
+    max_length = _check_length(max_decoding_length)
+    if isinstance(beam_width, bool) or not isinstance(beam_width, int) or beam_width < 1:
+        raise ValueError(f"beam_width must be a positive int, got {beam_width!r}")
+    if not length_penalty >= 0:
+        raise ValueError(f"length_penalty must be >= 0, got {length_penalty!r}")
+    beams = beam_width
+    start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
+    end_token = tf.cast(end_token, tf.int32)
+    batch = _batch_size(start_tokens)
+    # Offsets that turn a beam index [batch, beams] into a row of the [batch * beams] state.
+    row_offsets = tf.range(batch)[:, None] * beams
+    max_penalty = gnmt_length_penalty(max_length, length_penalty)
+
+    def body(time, alive, finished):
+        alive_ids, alive_tokens, alive_log_probs, state = alive
+        finished_ids, finished_scores, finished_lengths = finished
+        logits, new_state = step(tf.reshape(alive_tokens, [-1]), time, state)
+        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
+        vocab_size = tf.shape(log_probs)[-1]
+        log_probs = alive_log_probs[:, :, None] + tf.reshape(log_probs, [batch, beams, -1])
+        top_log_probs, flat_index = tf.math.top_k(tf.reshape(log_probs, [batch, -1]), k=beams)
+        origin = flat_index // vocab_size
+        tokens = flat_index % vocab_size
+        ids = tf.gather(alive_ids, origin, batch_dims=1)  # [batch, beams, max_length]
+        ids = tf.transpose(_write(tf.transpose(ids, (2, 0, 1)), time, tokens), (1, 2, 0))
+        ends = tf.logical_or(tf.equal(tokens, end_token), time + 1 >= max_length)
+        exists = top_log_probs > _NEG_INF
+
+        # Finished: the old set and the hypotheses that end now, the best `beams` of them.
+        scores = top_log_probs / gnmt_length_penalty(time + 1, length_penalty)
+        scores = tf.where(tf.logical_and(ends, exists), scores, _NEG_INF)
+        merged_scores = tf.concat([finished_scores, scores], axis=1)
+        finished_scores, keep = tf.math.top_k(merged_scores, k=beams)
+        finished_ids = tf.gather(tf.concat([finished_ids, ids], axis=1), keep, batch_dims=1)
+        new_lengths = tf.fill([batch, beams], time + 1)
+        finished_lengths = tf.gather(
+            tf.concat([finished_lengths, new_lengths], axis=1), keep, batch_dims=1
+        )
+
+        # Alive: the others; a slot whose hypothesis ended stays empty (-inf).
+        alive_log_probs = tf.where(ends, _NEG_INF, top_log_probs)
+        rows = tf.reshape(origin + row_offsets, [-1])
+        state = tf.nest.map_structure(lambda s: tf.gather(s, rows, axis=0), new_state)
+        alive = (ids, tokens, alive_log_probs, state)
+        return time + 1, alive, (finished_ids, finished_scores, finished_lengths)
+
+    def not_done(time, alive, finished):
+        alive_log_probs = alive[2]
+        finished_scores = finished[1]
+        best_alive = tf.reduce_max(alive_log_probs, axis=1) / max_penalty
+        worst_finished = tf.reduce_min(finished_scores, axis=1)
+        can_improve = best_alive > worst_finished
+        return tf.logical_and(time < max_length, tf.reduce_any(can_improve))
+
+    initial_log_probs = tf.concat(
+        [tf.zeros([batch, 1]), tf.fill([batch, beams - 1], _NEG_INF)], axis=1
+    )
+    alive = (
+        tf.fill([batch, beams, max_length], end_token),
+        tf.tile(start_tokens[:, None], [1, beams]),
+        initial_log_probs,
+        tile_batch(initial_state, beams),
+    )
+    finished = (
+        tf.fill([batch, beams, max_length], end_token),
+        tf.fill([batch, beams], _NEG_INF),
+        tf.zeros([batch, beams], tf.int32),
+    )
+    _, _, finished = tf.while_loop(
+        not_done, body, (tf.constant(0), alive, finished), maximum_iterations=max_length
+    )
+    finished_ids, finished_scores, finished_lengths = finished
+    empty = tf.equal(finished_scores, _NEG_INF)
+    return BeamSearchOutput(
+        ids=finished_ids,
+        scores=finished_scores,
+        lengths=tf.where(empty, 0, finished_lengths),
+    )

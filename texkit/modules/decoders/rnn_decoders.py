@@ -1,0 +1,667 @@
+"""RNN decoders: BasicRNNDecoder and AttentionRNNDecoder (Texar's names and call signature).
+
+Both are called as::
+
+    outputs, final_state, lengths = decoder(
+        inputs=..., sequence_length=...,                  # train_greedy (teacher forcing)
+        memory=..., memory_sequence_length=...,           # AttentionRNNDecoder only
+        initial_state=...,                                # the cell's state; zeros if None
+        decoding_strategy="train_greedy" | "infer_greedy" | "infer_sample",
+        embedding=..., start_tokens=..., end_token=...,   # inference
+        max_decoding_length=..., softmax_temperature=..., top_k=..., top_p=..., seed=...,
+    )
+
+and always return ``(outputs, final_state, lengths)``:
+
+* ``outputs``: :class:`DecoderOutput` (``logits [batch, time, vocab]`` float32 and ``sample_id
+  [batch, time]`` int32); the attention decoder's :class:`AttentionDecoderOutput` adds
+  ``attention_scores [batch, time, memory_time]``. In training ``sample_id`` is the argmax of the
+  logits and ``time`` the inputs' length; in inference ``time`` is ``max_decoding_length`` and
+  steps after a sequence's end hold ``end_token`` (and zero logits and scores).
+* ``final_state``: the cell state at each sequence's own last step (the attention decoder's
+  :class:`AttentionState`).
+* ``lengths``: ``[batch]`` int32, ``sequence_length`` in training, the decoded lengths (end token
+  included) in inference.
+
+``decoder.beam_search(...)`` returns :class:`~texkit.modules.decoders.BeamSearchOutput`. The
+search algorithms are those of :mod:`texkit.modules.decoders.decoding`; a decoder supplies only
+its step function and initial state, so everything here compiles with ``jit_compile=True``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import keras
+import tensorflow as tf
+
+from texkit.core.attention import AttentionMechanism
+from texkit.core.layers import (
+    default_rnn_cell_hparams,
+    get_activation,
+    get_instance,
+    get_rnn_cell,
+    rnn_cell_hparams_doc,
+)
+from texkit.core.rnn_cells import prepare_dropout_masks, reset_dropout_masks
+from texkit.hparams import check_positive_int
+from texkit.modules.base import ModuleBase
+from texkit.modules.decoders.decoding import (
+    BeamSearchOutput,
+    beam_search,
+    greedy_decode,
+    sample_decode,
+)
+
+__all__ = [
+    "AttentionDecoderOutput",
+    "AttentionRNNDecoder",
+    "AttentionState",
+    "BasicRNNDecoder",
+    "DecoderOutput",
+]
+
+STRATEGIES = ("train_greedy", "infer_greedy", "infer_sample")
+
+
+class DecoderOutput(NamedTuple):
+    """``logits [batch, time, vocab_size]`` (float32) and ``sample_id [batch, time]`` (int32)."""
+
+    logits: Any
+    sample_id: Any
+
+
+class AttentionDecoderOutput(NamedTuple):
+    """:class:`DecoderOutput` plus ``attention_scores [batch, time, memory_time]`` (float32)."""
+
+    logits: Any
+    sample_id: Any
+    attention_scores: Any
+
+
+class AttentionState(NamedTuple):
+    """The state of :class:`AttentionRNNDecoder`.
+
+    Attributes:
+        cell_state: the RNN cell's state.
+        attention: ``[batch, attention_size]``, the last attention vector (fed back as input).
+        alignments: ``[batch, memory_time]`` float32, the last attention weights.
+        alignment_history: ``[batch, time, memory_time]`` weights of every step when the
+            ``alignment_history`` hparam is true, else ``()``.
+    """
+
+    cell_state: Any
+    attention: Any
+    alignments: Any
+    alignment_history: Any
+
+
+def _flatten_like(structure: Any, values: Any) -> Any:
+    """``values`` repacked into ``structure`` (Keras cells may return lists for tuples)."""
+    return tf.nest.pack_sequence_as(structure, tf.nest.flatten(values))
+
+
+def _where_batch(condition: Any, x: Any, y: Any) -> Any:
+    condition = tf.reshape(condition, [-1] + [1] * (len(x.shape) - 1))
+    return tf.where(condition, x, y)
+
+
+def _batch_size(tensor: Any) -> Any:
+    return tensor.shape[0] if tensor.shape[0] is not None else tf.shape(tensor)[0]
+
+
+class _RNNDecoderBase(ModuleBase):
+    """What both RNN decoders share: the cell, the output layer, and the ways to run them.
+
+    A subclass supplies the step (``_cell_step``), its state, and what it records per step.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int | None = None,
+        output_layer: keras.layers.Layer | None = None,
+        hparams: Any = None,
+        **kwargs: Any,
+    ):
+        super().__init__(hparams, **kwargs)
+        hp = self.hparams
+        check_positive_int(hp, "max_decoding_length_infer")
+        if output_layer is None:
+            if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
+                raise ValueError(
+                    f"{self.name}: vocab_size must be a positive int (or give output_layer), got "
+                    f"{vocab_size!r}"
+                )
+            output_layer = keras.layers.Dense(
+                vocab_size, use_bias=hp.output_layer_bias, name="output_layer",
+                dtype=self.dtype_policy,
+            )  # fmt: skip
+        self.vocab_size = vocab_size
+        self.output_layer = output_layer
+        self.cell = get_rnn_cell(hp.rnn_cell, "rnn_cell", dtype=self.dtype_policy)
+
+    @classmethod
+    def default_hparams(cls) -> dict:
+        return {
+            "rnn_cell": default_rnn_cell_hparams(),
+            "output_layer_bias": True,
+            "max_decoding_length_infer": 64,
+            "name": "rnn_decoder",
+        }
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "vocab_size": self.vocab_size}
+
+    # --- building -------------------------------------------------------------------------------
+
+    def build(self, inputs_shape: Any = None, *args: Any, **kwargs: Any) -> None:
+        memory_shape = kwargs.get("memory_shape")
+        if inputs_shape is not None and len(inputs_shape) == 3:
+            memory_size = None if memory_shape is None else memory_shape[-1]
+            self._build_parts(inputs_shape[-1], memory_size)
+        self.built = True
+
+    def _build_parts(self, input_size: int, memory_size: int | None) -> None:
+        """Creates the sublayers' weights once the input (and memory) sizes are known."""
+        if self.cell.built:
+            return
+        self.cell.build((None, input_size + self._fed_back_size(memory_size)))
+        if not self.output_layer.built:
+            self.output_layer.build((None, self._output_size(memory_size)))
+
+    def _fed_back_size(self, memory_size: int | None) -> int:
+        """Size of what the step feeds back into the cell besides the input."""
+        return 0
+
+    def _output_size(self, memory_size: int | None) -> int:
+        return self._cell_output_size()
+
+    def _cell_output_size(self) -> int:
+        size = self.cell.output_size
+        return size if isinstance(size, int) else tf.nest.flatten(size)[-1]
+
+    # --- what a subclass supplies ---------------------------------------------------------------
+
+    def _memory(self, memory: Any, memory_sequence_length: Any) -> dict | None:
+        """The memory tensors the step reads (``None`` for a decoder without memory)."""
+        if memory is not None:
+            raise ValueError(f"{self.name}: takes no memory; use AttentionRNNDecoder")
+        return None
+
+    def _memory_size(self, memory_parts: dict | None) -> int | None:
+        return None
+
+    def _initial_state(self, initial_state: Any, batch_size: Any, memory: dict | None) -> Any:
+        """The step's state from the user's initial cell state (zeros when ``None``)."""
+        if initial_state is None:
+            return self.cell.get_initial_state(batch_size=batch_size)
+        return initial_state
+
+    def _cell_step(
+        self, inputs: Any, state: Any, memory: dict | None, training: Any
+    ) -> tuple[Any, dict, Any]:
+        """One step on embedded ``inputs [batch, dim]``: ``(output, records, new_state)``."""
+        output, new_state = self.cell(inputs, state, training=training)
+        return output, {}, _flatten_like(state, new_state)
+
+    def _records(self, batch_size: Any, memory: dict | None) -> dict:
+        """Zero values of what a step records besides its output: ``{name: [batch, ...]}``."""
+        return {}
+
+    def _public_state(self, state: Any, history: dict) -> Any:
+        """The ``final_state`` users get; ``history`` holds each record over time."""
+        return state
+
+    def _outputs(self, logits: Any, sample_id: Any, history: dict) -> Any:
+        return DecoderOutput(logits, sample_id)
+
+    # --- running --------------------------------------------------------------------------------
+
+    def _cell_state(self, state: Any) -> Any:
+        """The cell's own part of the step's state."""
+        return state
+
+    def _draw_dropout_masks(
+        self, embedding: Any, start_tokens: Any, state: Any, copies: int
+    ) -> None:
+        """Draws the cell's per-sequence dropout masks before a loop (as keras.layers.RNN does);
+        ``copies`` rows per example (the beam width in beam search)."""
+        inputs = self._embed(embedding, start_tokens)
+        self._draw_masks_for(inputs, state, copies)
+
+    def _draw_masks_for(self, inputs: Any, state: Any, copies: int) -> None:
+        cell_state = self._cell_state(state)
+        fed_back = self._fed_back_size_of(state)
+        batch = tf.shape(inputs)[0] * copies
+        cell_inputs = tf.zeros([batch, inputs.shape[-1] + fed_back], self.compute_dtype)
+        if copies > 1:
+            cell_state = tf.nest.map_structure(lambda s: tf.repeat(s, copies, axis=0), cell_state)
+        reset_dropout_masks(self.cell)
+        prepare_dropout_masks(self.cell, cell_inputs, cell_state)
+
+    def _fed_back_size_of(self, state: Any) -> int:
+        return 0
+
+    def _embed(self, embedding: Any, ids: Any) -> Any:
+        if embedding is None:
+            raise ValueError(f"{self.name}: decoding token ids needs `embedding` (ids -> vectors)")
+        if callable(embedding):
+            return embedding(ids)
+        return tf.gather(embedding, ids)
+
+    def _max_length(self, max_decoding_length: int | None) -> int:
+        if max_decoding_length is None:
+            return self.hparams.max_decoding_length_infer
+        return max_decoding_length
+
+    def call(
+        self,
+        inputs: Any = None,
+        sequence_length: Any = None,
+        memory: Any = None,
+        memory_sequence_length: Any = None,
+        initial_state: Any = None,
+        decoding_strategy: str = "train_greedy",
+        embedding: Any = None,
+        start_tokens: Any = None,
+        end_token: Any = None,
+        max_decoding_length: int | None = None,
+        softmax_temperature: float = 1.0,
+        top_k: int = 0,
+        top_p: float = 1.0,
+        seed: Any = None,
+        training: Any = None,
+    ) -> tuple[Any, Any, Any]:
+        if decoding_strategy not in STRATEGIES:
+            raise ValueError(
+                f"{self.name}: decoding_strategy must be one of {STRATEGIES}, got "
+                f"{decoding_strategy!r}"
+            )
+        memory_parts = self._memory(memory, memory_sequence_length)
+        if decoding_strategy == "train_greedy":
+            return self._teacher_forcing(
+                inputs, sequence_length, embedding, initial_state, memory_parts, training
+            )
+        if start_tokens is None or end_token is None:
+            raise ValueError(f"{self.name}: {decoding_strategy} needs start_tokens and end_token")
+        start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
+        max_length = self._max_length(max_decoding_length)
+        step, state = self._inference_step(
+            embedding, start_tokens, initial_state, memory_parts, training, max_length
+        )
+        vocab_size = getattr(self.output_layer, "units", None)
+        self._draw_dropout_masks(embedding, start_tokens, state["decoder"], 1)
+        try:
+            if decoding_strategy == "infer_greedy":
+                result = greedy_decode(
+                    step, start_tokens, end_token, max_length, state, vocab_size=vocab_size
+                )
+            else:
+                result = sample_decode(
+                    step, start_tokens, end_token, max_length, state,
+                    softmax_temperature=softmax_temperature, top_k=top_k, top_p=top_p, seed=seed,
+                    vocab_size=vocab_size,
+                )  # fmt: skip
+        finally:
+            reset_dropout_masks(self.cell)
+        history = result.final_state["records"]
+        outputs = self._outputs(result.logits, result.sample_id, history)
+        final_state = self._public_state(result.final_state["decoder"], history)
+        return outputs, final_state, result.lengths
+
+    def beam_search(
+        self,
+        beam_width: int,
+        start_tokens: Any,
+        end_token: Any,
+        length_penalty: float = 0.0,
+        max_decoding_length: int | None = None,
+        embedding: Any = None,
+        memory: Any = None,
+        memory_sequence_length: Any = None,
+        initial_state: Any = None,
+        training: Any = None,
+    ) -> BeamSearchOutput:
+        """Beam search (see :func:`~texkit.modules.decoders.beam_search`).
+
+        The memory and the initial state are tiled to ``beam_width`` copies per example inside.
+
+        Returns:
+            :class:`~texkit.modules.decoders.BeamSearchOutput`: ``ids [batch, beam_width,
+            max_decoding_length]``, ``scores [batch, beam_width]``, ``lengths [batch,
+            beam_width]``, best first.
+        """
+        memory_parts = self._memory(memory, memory_sequence_length)
+        start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
+        max_length = self._max_length(max_decoding_length)
+        step, state = self._inference_step(
+            embedding, start_tokens, initial_state, memory_parts, training, None
+        )
+        self._draw_dropout_masks(embedding, start_tokens, state["decoder"], beam_width)
+        try:
+            return beam_search(
+                step, start_tokens, end_token, max_length, state, beam_width, length_penalty
+            )
+        finally:
+            reset_dropout_masks(self.cell)
+
+    def _inference_step(
+        self,
+        embedding: Any,
+        start_tokens: Any,
+        initial_state: Any,
+        memory: dict | None,
+        training: Any,
+        max_length: int | None,
+    ) -> tuple[Any, dict]:
+        """The step function over token ids, and its initial state.
+
+        The memory travels in the state, so beam search tiles and reorders it with the rest.
+        With ``max_length`` (greedy and sampling, not beam search) the state also holds
+        ``[batch, max_length, ...]`` buffers of each step's records (the attention scores).
+        """
+        self._build_parts(self._embed(embedding, start_tokens).shape[-1], self._memory_size(memory))
+        batch = _batch_size(start_tokens)
+        state = {"decoder": self._initial_state(initial_state, batch, memory), "memory": memory}
+        state["records"] = {}
+        if max_length is not None:
+            state["records"] = {
+                name: tf.zeros(
+                    tf.concat([[batch, max_length], tf.shape(value)[1:]], 0), value.dtype
+                )
+                for name, value in self._records(batch, memory).items()
+            }
+        if memory is None:
+            del state["memory"]
+
+        def step(token_ids: Any, time: Any, loop_state: dict) -> tuple[Any, dict]:
+            output, records, new_state = self._cell_step(
+                self._embed(embedding, token_ids),
+                loop_state["decoder"],
+                loop_state.get("memory"),
+                training,
+            )
+            new_loop_state = {**loop_state, "decoder": new_state}
+            if loop_state["records"]:
+                rows = tf.range(tf.shape(token_ids)[0])
+                where = tf.stack([rows, tf.fill(tf.shape(rows), time)], axis=1)
+                new_loop_state["records"] = {
+                    name: tf.tensor_scatter_nd_update(buffer, where, records[name])
+                    for name, buffer in loop_state["records"].items()
+                }
+            return self.output_layer(output), new_loop_state
+
+        return step, state
+
+    def _teacher_forcing(
+        self,
+        inputs: Any,
+        sequence_length: Any,
+        embedding: Any,
+        initial_state: Any,
+        memory: dict | None,
+        training: Any,
+    ) -> tuple[Any, Any, Any]:
+        if inputs is None:
+            raise ValueError(f"{self.name}: train_greedy needs `inputs` [batch, time, dim]")
+        inputs = tf.convert_to_tensor(inputs)
+        if inputs.dtype.is_integer:
+            inputs = self._embed(embedding, inputs)
+        if len(inputs.shape) != 3:
+            raise ValueError(
+                f"{self.name}: inputs must be [batch, time, dim] (or token ids with `embedding`), "
+                f"got shape {tuple(inputs.shape)}"
+            )
+        inputs = tf.cast(inputs, self.compute_dtype)
+        self._build_parts(inputs.shape[-1], self._memory_size(memory))
+        batch, max_time = _batch_size(inputs), tf.shape(inputs)[1]
+        if sequence_length is None:
+            sequence_length = tf.fill([batch], max_time)
+        sequence_length = tf.cast(sequence_length, tf.int32)
+        state = self._initial_state(initial_state, batch, memory)
+        time_major = tf.transpose(inputs, (1, 0, 2))
+        self._draw_masks_for(inputs[:, 0], state, 1)
+        zero_records = self._records(batch, memory)
+        output_zeros = tf.zeros([batch, self._output_size(self._memory_size(memory))],
+                                self.compute_dtype)  # fmt: skip
+        outputs = {"output": output_zeros, **zero_records}
+        arrays = tf.nest.map_structure(
+            lambda x: tf.TensorArray(x.dtype, size=max_time, element_shape=x.shape), outputs
+        )
+
+        def body(time: Any, state: Any, arrays: Any) -> tuple[Any, Any, Any]:
+            output, records, new_state = self._cell_step(time_major[time], state, memory, training)
+            valid = time < sequence_length
+            # Past its length a sequence keeps its state and outputs zeros.
+            new_state = tf.nest.map_structure(
+                lambda new, old: _where_batch(valid, new, old), new_state, state
+            )
+            step_outputs = {"output": output, **records}
+            arrays = {
+                name: arrays[name].write(time, _where_batch(valid, value, tf.zeros_like(value)))
+                for name, value in step_outputs.items()
+            }
+            return time + 1, new_state, arrays
+
+        try:
+            _, state, arrays = tf.while_loop(
+                lambda time, *_: time < max_time, body, (tf.constant(0), state, arrays)
+            )
+        finally:
+            reset_dropout_masks(self.cell)
+        history = {
+            name: tf.transpose(array.stack(), [1, 0, *range(2, len(array.element_shape) + 1)])
+            for name, array in arrays.items()
+        }
+        logits = tf.cast(self.output_layer(history.pop("output")), tf.float32)
+        sample_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        outputs = self._outputs(logits, sample_id, history)
+        return outputs, self._public_state(state, history), sequence_length
+
+
+class BasicRNNDecoder(_RNNDecoderBase):
+    """An RNN decoder with an output layer to the vocabulary (Texar's ``BasicRNNDecoder``).
+
+    ``BasicRNNDecoder(vocab_size, hparams=...)``; ``output_layer`` may replace the
+    ``Dense(vocab_size)`` projection. The call arguments and the outputs are in the module
+    docstring; ``final_state`` is the cell's state (a Keras cell's structure, e.g. ``[h, c]``).
+
+    Example::
+
+        embedder = tx.modules.WordEmbedder(vocab_size=100, hparams={"dim": 32})
+        decoder = tx.modules.BasicRNNDecoder(100, hparams={"rnn_cell": {"kwargs": {"units": 32}}})
+        outputs, state, lengths = decoder(inputs=embedder(ids), sequence_length=lengths)
+        outputs, state, lengths = decoder(
+            decoding_strategy="infer_greedy", embedding=embedder, start_tokens=bos,
+            end_token=2, max_decoding_length=20)
+    """
+
+    HPARAMS_DOC = {
+        **rnn_cell_hparams_doc("rnn_cell"),
+        "output_layer_bias": "Whether the Dense(vocab_size) output layer has a bias.",
+        "max_decoding_length_infer": "Steps decoded in inference and beam search when the call "
+        "gives no max_decoding_length (buffers are preallocated to it).",
+        "name": "Layer name.",
+    }
+
+    @classmethod
+    def default_hparams(cls) -> dict:
+        return {**super().default_hparams(), "name": "basic_rnn_decoder"}
+
+
+class AttentionRNNDecoder(_RNNDecoderBase):
+    """An RNN decoder that attends to a memory at every step (Texar's ``AttentionRNNDecoder``).
+
+    At step ``t``, with ``x_t`` the input embedding and ``a_{t-1}`` the previous attention
+    vector (zeros at the first step; Luong et al.'s input feeding)::
+
+        h_t, s_t = cell([x_t; a_{t-1}], s_{t-1})
+        alpha_t  = mechanism(h_t, memory)                # [batch, memory_time], sums to 1
+        c_t      = sum_i alpha_t[i] * memory_i           # the context vector
+        a_t      = act(W [h_t; c_t])  if attention_layer_size else c_t
+        logits_t = output_layer(a_t if output_attention else h_t)
+
+    ``mechanism`` is ``attention.type`` (:class:`~texkit.core.attention.LuongAttention`,
+    ``BahdanauAttention``, ``CosineAttention``, ``LocationAttention`` or a registered
+    :class:`~texkit.core.attention.AttentionMechanism`) built with ``attention.kwargs``. Padded
+    memory steps (at or past ``memory_sequence_length``) get zero weight.
+
+    The call takes ``memory [batch, memory_time, dim]`` and ``memory_sequence_length [batch]``
+    besides the arguments in the module docstring; ``initial_state`` is the cell's state (e.g.
+    from a connector). Outputs are :class:`AttentionDecoderOutput` and the final state an
+    :class:`AttentionState`. ``beam_search`` takes the memory too and tiles it per beam.
+    """
+
+    HPARAMS_DOC = {
+        **BasicRNNDecoder.HPARAMS_DOC,
+        "attention": "The mechanism: {type, kwargs}, e.g. LuongAttention with kwargs {units} "
+        "(units must equal the cell's output size for Luong's general score).",
+        "attention.attention_layer_size": "Size of W in a_t = act(W [h_t; c_t]); None: a_t is the "
+        "context c_t itself.",
+        "attention.attention_layer_activation": "act; None is linear (Luong et al. use tanh).",
+        "attention.alignment_history": "Keep every step's weights in "
+        "final_state.alignment_history ([batch, time, memory_time]).",
+        "attention.output_attention": "Feed a_t to the output layer (else the cell output h_t).",
+    }
+
+    def __init__(
+        self,
+        vocab_size: int | None = None,
+        output_layer: keras.layers.Layer | None = None,
+        hparams: Any = None,
+        **kwargs: Any,
+    ):
+        super().__init__(vocab_size, output_layer, hparams, **kwargs)
+        attention = self.hparams.attention
+        self.attention_mechanism = get_instance(
+            {"type": attention.type, "kwargs": attention.kwargs},
+            "attention",
+            expected=AttentionMechanism,
+            dtype=self.dtype_policy,
+        )
+        check_positive_int(attention, "attention_layer_size", optional=True)
+        self.attention_layer = None
+        if attention.attention_layer_size is not None:
+            self.attention_layer = keras.layers.Dense(
+                attention.attention_layer_size,
+                use_bias=False,
+                activation=get_activation(
+                    attention.attention_layer_activation, "attention.attention_layer_activation"
+                ),
+                name="attention_layer",
+                dtype=self.dtype_policy,
+            )
+
+    @classmethod
+    def default_hparams(cls) -> dict:
+        return {
+            **super().default_hparams(),
+            "attention": {
+                "type": "LuongAttention",
+                "kwargs": {"units": 256},
+                "attention_layer_size": None,
+                "attention_layer_activation": None,
+                "alignment_history": False,
+                "output_attention": True,
+            },
+            "name": "attention_rnn_decoder",
+        }
+
+    def _attention_size(self, memory_size: int | None) -> int:
+        size = self.hparams.attention.attention_layer_size
+        return size if size is not None else memory_size
+
+    def _fed_back_size(self, memory_size: int | None) -> int:
+        return self._attention_size(memory_size)
+
+    def _output_size(self, memory_size: int | None) -> int:
+        if self.hparams.attention.output_attention:
+            return self._attention_size(memory_size)
+        return self._cell_output_size()
+
+    def _build_parts(self, input_size: int, memory_size: int | None) -> None:
+        if self.cell.built:
+            return
+        super()._build_parts(input_size, memory_size)
+        if self.attention_layer is not None:
+            self.attention_layer.build((None, self._cell_output_size() + memory_size))
+
+    def build(self, inputs_shape: Any = None, *args: Any, **kwargs: Any) -> None:
+        memory_shape = kwargs.get("memory_shape")
+        if memory_shape is None:
+            # The cell's input size depends on the memory's; the first call builds the parts.
+            self.built = True
+            return
+        if not self.attention_mechanism.built:
+            self.attention_mechanism.build((None, self._cell_output_size()), memory_shape)
+        super().build(inputs_shape, *args, **kwargs)
+
+    def _memory(self, memory: Any, memory_sequence_length: Any) -> dict:
+        if memory is None:
+            raise ValueError(f"{self.name}: needs `memory` [batch, memory_time, dim]")
+        memory = tf.cast(tf.convert_to_tensor(memory), self.compute_dtype)
+        if len(memory.shape) != 3 or memory.shape[-1] is None:
+            raise ValueError(
+                f"{self.name}: memory must be [batch, memory_time, dim] with a known dim, got "
+                f"shape {tuple(memory.shape)}"
+            )
+        if not self.attention_mechanism.built:
+            self.attention_mechanism.build((None, self._cell_output_size()), memory.shape)
+        if memory_sequence_length is None:
+            memory_sequence_length = tf.fill([_batch_size(memory)], tf.shape(memory)[1])
+        return {
+            "memory": memory,
+            "keys": self.attention_mechanism.prepare_memory(memory),
+            "memory_sequence_length": tf.cast(memory_sequence_length, tf.int32),
+        }
+
+    def _memory_size(self, memory_parts: dict | None) -> int | None:
+        return memory_parts["memory"].shape[-1]
+
+    def _initial_state(self, initial_state: Any, batch_size: Any, memory: dict | None) -> Any:
+        cell_state = super()._initial_state(initial_state, batch_size, memory)
+        attention_size = self._attention_size(self._memory_size(memory))
+        return AttentionState(
+            cell_state=cell_state,
+            attention=tf.zeros([batch_size, attention_size], self.compute_dtype),
+            alignments=tf.zeros_like(memory["memory"][:, :, 0], tf.float32),
+            alignment_history=(),
+        )
+
+    def _cell_step(
+        self, inputs: Any, state: AttentionState, memory: dict | None, training: Any
+    ) -> tuple[Any, dict, AttentionState]:
+        cell_inputs = tf.concat([tf.cast(inputs, self.compute_dtype), state.attention], axis=-1)
+        cell_output, cell_state = self.cell(cell_inputs, state.cell_state, training=training)
+        alignments = self.attention_mechanism(
+            cell_output, memory["keys"], memory["memory_sequence_length"]
+        )
+        context = tf.einsum("bt,btd->bd", tf.cast(alignments, self.compute_dtype), memory["memory"])
+        attention = context
+        if self.attention_layer is not None:
+            attention = self.attention_layer(tf.concat([cell_output, context], axis=-1))
+        output = attention if self.hparams.attention.output_attention else cell_output
+        new_state = AttentionState(
+            cell_state=_flatten_like(state.cell_state, cell_state),
+            attention=attention,
+            alignments=tf.cast(alignments, tf.float32),
+            alignment_history=(),
+        )
+        return output, {"attention_scores": new_state.alignments}, new_state
+
+    def _cell_state(self, state: AttentionState) -> Any:
+        return state.cell_state
+
+    def _fed_back_size_of(self, state: AttentionState) -> int:
+        return state.attention.shape[-1]
+
+    def _records(self, batch_size: Any, memory: dict | None) -> dict:
+        return {"attention_scores": tf.zeros_like(memory["memory"][:, :, 0], tf.float32)}
+
+    def _public_state(self, state: AttentionState, history: dict) -> AttentionState:
+        if self.hparams.attention.alignment_history:
+            return state._replace(alignment_history=history["attention_scores"])
+        return state
+
+    def _outputs(self, logits: Any, sample_id: Any, history: dict) -> AttentionDecoderOutput:
+        return AttentionDecoderOutput(logits, sample_id, history["attention_scores"])
