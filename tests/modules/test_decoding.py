@@ -392,3 +392,28 @@ def test_bad_arguments_are_named():
         sample_decode(step, [START], END, 3, initial_state(1), top_k=-1)
     with pytest.raises(ValueError, match="softmax_temperature"):
         sample_decode(step, [START], END, 3, initial_state(1), softmax_temperature=0.0)
+
+
+def counting(step):
+    """``step`` that also counts its calls (eagerly, the loop runs step by step in Python)."""
+    calls = []
+
+    def counted(tokens, time, state):
+        calls.append(int(time))
+        return step(tokens, time, state)
+
+    return counted, calls
+
+
+def test_decoding_stops_once_every_sequence_has_ended():
+    table = np.zeros((5, 5), np.float32)
+    table[START, 3] = table[3, END] = table[END, END] = 6.0  # START -> 3 -> END
+    step, calls = counting(markov_step(table))
+    out = run(greedy_decode, step, [START] * 2, END, 20, initial_state(2), vocab_size=5)
+    np.testing.assert_array_equal(out.lengths, [2, 2])
+    assert calls == [0, 1]
+    step, calls = counting(markov_step(table))
+    beam = run(beam_search, step, [START] * 2, END, 20, initial_state(2), beam_width=2)
+    np.testing.assert_array_equal(beam.ids[:, 0, :2], [[3, END]] * 2)
+    # Stops once the set of 2 finished hypotheses can no longer be beaten, long before 20 steps.
+    assert len(calls) < 6, calls

@@ -1,6 +1,7 @@
 """RNN decoders: a NumPy reference, the module contract, the decoding strategies agreeing with
 each other and with teacher forcing, memory padding, XLA, and errors."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -192,10 +193,34 @@ DECODERS = {
 }
 
 
+def decoder_that_ends(cls, hparams):
+    """A seeded decoder whose EOS logit is raised just enough that greedy sequences end at
+    different steps (random weights alone rarely pick EOS, or pick it everywhere).
+
+    Raising EOS changes no other choice, so a row ends at its first step whose EOS gap (the best
+    other logit minus EOS's) is below the raise; the raise is picked from the gaps themselves.
+    """
+    keras.utils.set_random_seed(7)
+    decoder = cls(VOCAB, hparams=hparams)
+    memory = DECODERS["attention"][2] if cls is AttentionRNNDecoder else {}
+    outputs, _, _ = decoder(decoding_strategy="infer_greedy", **memory, **inference_kwargs())
+    logits = outputs.logits.numpy()
+    gaps = np.delete(logits, EOS, axis=-1).max(-1) - logits[..., EOS]  # [batch, time]
+    for raise_by in np.sort(gaps[:, :4].ravel()) + 1e-3:
+        ends = [np.flatnonzero(row < raise_by) for row in gaps]
+        lengths = [end[0] + 1 if len(end) else 7 for end in ends]
+        if len(set(lengths)) >= 3:
+            break
+    bias = decoder.output_layer.bias.numpy()
+    bias[EOS] += raise_by
+    decoder.output_layer.bias.assign(bias)
+    return decoder
+
+
 def inference_kwargs(**extra):
     return {
         "embedding": EMBEDDING,
-        "start_tokens": np.full([4], BOS, np.int32),
+        "start_tokens": np.array([BOS, 3, 4, 5], np.int32),
         "end_token": EOS,
         "max_decoding_length": 7,
         **extra,
@@ -205,14 +230,17 @@ def inference_kwargs(**extra):
 @pytest.mark.parametrize("name", DECODERS)
 def test_greedy_decoding_equals_teacher_forcing_on_its_own_output(name):
     cls, hparams, memory = DECODERS[name]
-    decoder = cls(VOCAB, hparams=hparams)
+    decoder = decoder_that_ends(cls, hparams)
     outputs, state, lengths = decoder(
         decoding_strategy="infer_greedy", **memory, **inference_kwargs()
     )
     ids = outputs.sample_id.numpy()
     assert ids.shape == (4, 7) and outputs.logits.shape == (4, 7, VOCAB)
-    # Feeding BOS and the greedy tokens back with teacher forcing gives the same logits.
-    fed = np.concatenate([np.full([4, 1], BOS), ids[:, :-1]], axis=1)
+    assert 1 < len(set(lengths.numpy())) and min(lengths.numpy()) < 7  # sequences end apart
+    # Feeding the start tokens and the greedy tokens back with teacher forcing gives the same
+    # logits.
+    start = inference_kwargs()["start_tokens"]
+    fed = np.concatenate([start[:, None], ids[:, :-1]], axis=1)
     forced, forced_state, _ = decoder(inputs=EMBEDDING[fed], sequence_length=lengths, **memory)
     valid = np.arange(7)[None] < lengths.numpy()[:, None]
     np.testing.assert_allclose(
@@ -233,8 +261,9 @@ def test_greedy_decoding_equals_teacher_forcing_on_its_own_output(name):
 @pytest.mark.parametrize("name", DECODERS)
 def test_beam_width_one_and_top_k_one_equal_greedy(name):
     cls, hparams, memory = DECODERS[name]
-    decoder = cls(VOCAB, hparams=hparams)
+    decoder = decoder_that_ends(cls, hparams)
     greedy, _, lengths = decoder(decoding_strategy="infer_greedy", **memory, **inference_kwargs())
+    assert min(lengths.numpy()) < 7
     sampled, _, sampled_lengths = decoder(
         decoding_strategy="infer_sample", **memory, **inference_kwargs(top_k=1, seed=3)
     )
@@ -248,7 +277,7 @@ def test_beam_width_one_and_top_k_one_equal_greedy(name):
 @pytest.mark.parametrize("name", DECODERS)
 def test_decoding_compiles_with_xla(name):
     cls, hparams, memory = DECODERS[name]
-    decoder = cls(VOCAB, hparams=hparams)
+    decoder = decoder_that_ends(cls, hparams)
     kwargs = inference_kwargs()
     greedy = lambda: decoder(decoding_strategy="infer_greedy", **memory, **kwargs)  # noqa: E731
     beam = lambda: decoder.beam_search(3, length_penalty=0.6, **memory, **kwargs)  # noqa: E731
@@ -259,16 +288,32 @@ def test_decoding_compiles_with_xla(name):
             np.testing.assert_allclose(got, want, atol=1e-5)
 
 
+@pytest.mark.parametrize("name", DECODERS)
+def test_inference_under_mixed_bfloat16_with_a_float32_state(name):
+    cls, hparams, memory = DECODERS[name]
+    keras.utils.set_random_seed(3)
+    decoder = cls(VOCAB, hparams=hparams, dtype="mixed_bfloat16")
+    state = [[tf.random.normal([4, UNITS]), tf.random.normal([4, UNITS])] for _ in range(2)]
+    kwargs = {**memory, **inference_kwargs(), "initial_state": state}
+    greedy = tf.function(lambda: decoder(decoding_strategy="infer_greedy", **kwargs))
+    beam = tf.function(lambda: decoder.beam_search(3, **kwargs))
+    outputs, _, lengths = greedy()
+    assert outputs.logits.dtype == tf.float32 and outputs.sample_id.shape == (4, 7)
+    assert beam().ids.shape == (4, 3, 7)
+
+
 def test_beam_search_of_a_decoder_is_sorted_and_scored():
     cls, hparams, memory = DECODERS["attention"]
-    decoder = cls(VOCAB, hparams=hparams)
+    decoder = decoder_that_ends(cls, hparams)
     beam = decoder.beam_search(4, length_penalty=0.0, **memory, **inference_kwargs())
+    assert beam.lengths.numpy().min() < 7
     assert beam.ids.shape == (4, 4, 7)
     # Each hypothesis' score is its log-probability under teacher forcing.
     for k in range(4):
         ids = beam.ids[:, k].numpy()
         lengths = beam.lengths[:, k].numpy()
-        fed = np.concatenate([np.full([4, 1], BOS), ids[:, :-1]], axis=1)
+        start = inference_kwargs()["start_tokens"]
+        fed = np.concatenate([start[:, None], ids[:, :-1]], axis=1)
         forced, _, _ = decoder(inputs=EMBEDDING[fed], sequence_length=lengths, **memory)
         log_probs = tf.nn.log_softmax(forced.logits).numpy()
         picked = np.take_along_axis(log_probs, ids[..., None], axis=-1)[..., 0]
@@ -289,6 +334,8 @@ def test_errors_name_the_problem():
         decoder(memory=MEMORY, decoding_strategy="infer_greedy", embedding=EMBEDDING)
     with pytest.raises(ValueError, match="embedding"):
         decoder(memory=MEMORY, decoding_strategy="infer_greedy", start_tokens=[1] * 4, end_token=2)
+    with pytest.raises(ValueError, match="beam_search needs start_tokens"):
+        decoder.beam_search(2, 0.6, memory=MEMORY, embedding=EMBEDDING)
     with pytest.raises(ValueError, match="takes no memory"):
         BasicRNNDecoder(VOCAB)(inputs=INPUTS, memory=MEMORY)
     with pytest.raises(Exception, match="attention.kwargs.unit"):

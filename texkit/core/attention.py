@@ -319,11 +319,11 @@ class AttentionMechanism(keras.layers.Layer):
     def call(self, query: Any, keys: Any, memory_sequence_length: Any = None) -> Any:
         scores = self.score(query, keys)
         if memory_sequence_length is None:
-            return ops.softmax(scores, axis=-1)
+            return tf.nn.softmax(scores, axis=-1)
         valid = sequence_mask(memory_sequence_length, ops.shape(scores)[1])
         # Replacing the padded scores (rather than adding a bias to them) keeps whatever the
         # padded memory holds, even inf or NaN, out of the softmax.
-        alignments = ops.softmax(ops.where(valid, scores, _MASK_BIAS), axis=-1)
+        alignments = tf.nn.softmax(ops.where(valid, scores, _MASK_BIAS), axis=-1)
         # exp(-1e9 - max) is already 0 in float32; this also zeroes rows of length 0, whose
         # softmax would otherwise be uniform over padding.
         return ops.where(valid, alignments, 0.0)

@@ -19,6 +19,7 @@ hold ``end_token`` (ids) and zeros (logits), and its state stays as it was at it
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -74,15 +75,33 @@ class BeamSearchOutput(NamedTuple):
     lengths: Any
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def _check_length(max_decoding_length: Any) -> int:
-    if isinstance(max_decoding_length, bool) or not isinstance(max_decoding_length, int):
+    if not _is_int(max_decoding_length):
         raise ValueError(
             "max_decoding_length must be a Python int (buffers are preallocated to it), got "
             f"{max_decoding_length!r}"
         )
     if max_decoding_length < 1:
         raise ValueError(f"max_decoding_length must be positive, got {max_decoding_length}")
-    return max_decoding_length
+    return int(max_decoding_length)
+
+
+def _seed_tensor(seed: Any) -> Any:
+    """A ``[2]`` int32 seed for the stateless samplers from an int, a pair, or ``None``."""
+    if seed is None:
+        return tf.random.uniform([2], maxval=tf.int32.max, dtype=tf.int32)
+    if _is_int(seed):
+        if not 0 <= seed < 2**31:
+            raise ValueError(f"seed must be in [0, 2**31), got {seed}")
+        return tf.constant([int(seed), 0], tf.int32)
+    seed = tf.cast(tf.convert_to_tensor(seed), tf.int32)
+    if seed.shape.rank != 1 or seed.shape[0] != 2:
+        raise ValueError(f"seed must be an int or a [2] int tensor, got shape {seed.shape}")
+    return seed
 
 
 def _batch_size(tokens: Any) -> Any:
@@ -106,22 +125,24 @@ def filter_top_k(logits: Any, top_k: int) -> Any:
 
     Ties with the ``top_k``-th largest value are kept.
     """
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
+    if not _is_int(top_k) or top_k < 0:
         raise ValueError(f"top_k must be a non-negative int, got {top_k!r}")
     if top_k == 0:
         return logits
-    top_k = min(top_k, logits.shape[-1] or top_k)
+    top_k = min(int(top_k), logits.shape[-1] or int(top_k))
     kth = tf.math.top_k(logits, k=top_k).values[..., -1:]
     return tf.where(logits < kth, tf.cast(_NEG_INF, logits.dtype), logits)
 
 
 def filter_top_p(logits: Any, top_p: float) -> Any:
-    """Nucleus filtering (Holtzman et al., 2020): keeps the smallest set of most likely tokens
-    whose probability mass reaches ``top_p``, sets the other logits to ``-inf``.
+    """Nucleus filtering (Holtzman et al., 2020): keeps the most likely tokens up to the first
+    whose cumulative probability mass reaches ``top_p``, sets the other logits to ``-inf``.
 
     A token is kept when the mass of the tokens more likely than it is below ``top_p``, so the
-    most likely token always stays; ``top_p >= 1`` keeps everything. Ties with the last kept
-    logit are kept.
+    most likely token always stays and, without ties, the kept set is the smallest one whose mass
+    reaches ``top_p``. Tokens tied with the last kept one are kept too, and the masses are summed
+    in float32, so at an exact boundary rounding may keep one more token. ``top_p >= 1`` keeps
+    everything.
     """
     if not 0.0 < top_p <= 1.0:
         raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
@@ -269,11 +290,7 @@ def sample_decode(
         raise ValueError(f"softmax_temperature must be positive, got {softmax_temperature!r}")
     filter_top_k(tf.zeros([1, 1]), top_k)  # validates top_k before tracing the loop
     filter_top_p(tf.zeros([1, 1]), top_p)
-    if seed is None:
-        seed = tf.random.uniform([2], maxval=tf.int32.max, dtype=tf.int32)
-    elif isinstance(seed, int):
-        seed = tf.constant([seed, 0], tf.int32)
-    seed = tf.cast(seed, tf.int32)
+    seed = _seed_tensor(seed)
 
     def choose(logits: Any, time: Any) -> Any:
         logits = filter_top_p(filter_top_k(logits / softmax_temperature, top_k), top_p)
@@ -301,10 +318,11 @@ def beam_search(
     reaching ``max_decoding_length``) move to the finished set, scored
     ``log P(y) / ((5 + |y|) / 6) ** length_penalty`` (Wu et al., 2016), which keeps the
     ``beam_width`` best finished hypotheses; the others stay live (a finished hypothesis takes its
-    slot, so with ``beam_width=1`` this is exactly greedy decoding). The search stops when no live
-    hypothesis is left, or when the set is full and no live hypothesis can still beat its worst
-    member (live log-probabilities only fall, and with ``length_penalty >= 0`` the penalty is at
-    most that of ``max_decoding_length``).
+    slot, so with ``beam_width=1`` this is greedy decoding, up to float rounding between
+    near-tied tokens, which beam search ranks by summed log-probabilities). The search stops when
+    no live hypothesis is left, or when the set is full and no live hypothesis can still beat its
+    worst member (live log-probabilities only fall, and with ``length_penalty >= 0`` the penalty
+    is at most that of ``max_decoding_length``).
 
     Args:
         step, start_tokens, end_token, max_decoding_length: as in :func:`greedy_decode`.
@@ -318,17 +336,18 @@ def beam_search(
         :class:`BeamSearchOutput`, hypotheses sorted best first.
     """
     max_length = _check_length(max_decoding_length)
-    if isinstance(beam_width, bool) or not isinstance(beam_width, int) or beam_width < 1:
+    if not _is_int(beam_width) or beam_width < 1:
         raise ValueError(f"beam_width must be a positive int, got {beam_width!r}")
     if not length_penalty >= 0:
         raise ValueError(f"length_penalty must be >= 0, got {length_penalty!r}")
-    beams = beam_width
+    beams = int(beam_width)
     start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
     end_token = tf.cast(end_token, tf.int32)
     batch = _batch_size(start_tokens)
     # Offsets that turn a beam index [batch, beams] into a row of the [batch * beams] state.
     row_offsets = tf.range(batch)[:, None] * beams
     max_penalty = gnmt_length_penalty(max_length, length_penalty)
+    positions = tf.range(max_length)[None, None, :]
 
     def body(time, alive, finished):
         alive_ids, alive_tokens, alive_log_probs, state = alive
@@ -341,7 +360,7 @@ def beam_search(
         origin = flat_index // vocab_size
         tokens = flat_index % vocab_size
         ids = tf.gather(alive_ids, origin, batch_dims=1)  # [batch, beams, max_length]
-        ids = tf.transpose(_write(tf.transpose(ids, (2, 0, 1)), time, tokens), (1, 2, 0))
+        ids = tf.where(tf.equal(positions, time), tokens[:, :, None], ids)
         ends = tf.logical_or(tf.equal(tokens, end_token), time + 1 >= max_length)
         exists = top_log_probs > _NEG_INF
 

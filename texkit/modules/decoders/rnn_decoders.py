@@ -15,9 +15,10 @@ and always return ``(outputs, final_state, lengths)``:
 
 * ``outputs``: :class:`DecoderOutput` (``logits [batch, time, vocab]`` float32 and ``sample_id
   [batch, time]`` int32); the attention decoder's :class:`AttentionDecoderOutput` adds
-  ``attention_scores [batch, time, memory_time]``. In training ``sample_id`` is the argmax of the
-  logits and ``time`` the inputs' length; in inference ``time`` is ``max_decoding_length`` and
-  steps after a sequence's end hold ``end_token`` (and zero logits and scores).
+  ``attention_scores [batch, time, memory_time]``. In training ``time`` is the inputs' length,
+  ``sample_id`` the argmax of the logits, and steps at or past ``sequence_length`` hold zeros; in
+  inference ``time`` is ``max_decoding_length`` and steps after a sequence's end hold
+  ``end_token`` (and zero logits and scores).
 * ``final_state``: the cell state at each sequence's own last step (the attention decoder's
   :class:`AttentionState`).
 * ``lengths``: ``[batch]`` int32, ``sequence_length`` in training, the decoded lengths (end token
@@ -192,10 +193,14 @@ class _RNNDecoderBase(ModuleBase):
         return None
 
     def _initial_state(self, initial_state: Any, batch_size: Any, memory: dict | None) -> Any:
-        """The step's state from the user's initial cell state (zeros when ``None``)."""
+        """The step's state from the user's initial cell state (zeros when ``None``), in the
+        compute dtype (a loop's state must keep its dtype, and the cell computes in that one)."""
         if initial_state is None:
             return self.cell.get_initial_state(batch_size=batch_size)
-        return initial_state
+        return tf.nest.map_structure(
+            lambda s: tf.cast(s, self.compute_dtype) if s.dtype.is_floating else s,
+            tf.nest.map_structure(tf.convert_to_tensor, initial_state),
+        )
 
     def _cell_step(
         self, inputs: Any, state: Any, memory: dict | None, training: Any
@@ -221,23 +226,18 @@ class _RNNDecoderBase(ModuleBase):
         """The cell's own part of the step's state."""
         return state
 
-    def _draw_dropout_masks(
-        self, embedding: Any, start_tokens: Any, state: Any, copies: int
-    ) -> None:
-        """Draws the cell's per-sequence dropout masks before a loop (as keras.layers.RNN does);
-        ``copies`` rows per example (the beam width in beam search)."""
-        inputs = self._embed(embedding, start_tokens)
-        self._draw_masks_for(inputs, state, copies)
+    def _draw_dropout_masks(self, embedding: Any, start_tokens: Any, state: Any) -> None:
+        """Draws the cell's per-sequence dropout masks before a loop, as keras.layers.RNN does
+        (they only act in training)."""
+        self._draw_masks_for(self._embed(embedding, start_tokens), state)
 
-    def _draw_masks_for(self, inputs: Any, state: Any, copies: int) -> None:
-        cell_state = self._cell_state(state)
+    def _draw_masks_for(self, inputs: Any, state: Any) -> None:
         fed_back = self._fed_back_size_of(state)
-        batch = tf.shape(inputs)[0] * copies
-        cell_inputs = tf.zeros([batch, inputs.shape[-1] + fed_back], self.compute_dtype)
-        if copies > 1:
-            cell_state = tf.nest.map_structure(lambda s: tf.repeat(s, copies, axis=0), cell_state)
+        cell_inputs = tf.zeros(
+            [tf.shape(inputs)[0], inputs.shape[-1] + fed_back], self.compute_dtype
+        )
         reset_dropout_masks(self.cell)
-        prepare_dropout_masks(self.cell, cell_inputs, cell_state)
+        prepare_dropout_masks(self.cell, cell_inputs, self._cell_state(state))
 
     def _fed_back_size_of(self, state: Any) -> int:
         return 0
@@ -290,8 +290,8 @@ class _RNNDecoderBase(ModuleBase):
             embedding, start_tokens, initial_state, memory_parts, training, max_length
         )
         vocab_size = getattr(self.output_layer, "units", None)
-        self._draw_dropout_masks(embedding, start_tokens, state["decoder"], 1)
         try:
+            self._draw_dropout_masks(embedding, start_tokens, state["decoder"])
             if decoding_strategy == "infer_greedy":
                 result = greedy_decode(
                     step, start_tokens, end_token, max_length, state, vocab_size=vocab_size
@@ -312,38 +312,45 @@ class _RNNDecoderBase(ModuleBase):
     def beam_search(
         self,
         beam_width: int,
-        start_tokens: Any,
-        end_token: Any,
         length_penalty: float = 0.0,
+        start_tokens: Any = None,
+        end_token: Any = None,
         max_decoding_length: int | None = None,
+        *,
         embedding: Any = None,
         memory: Any = None,
         memory_sequence_length: Any = None,
         initial_state: Any = None,
-        training: Any = None,
     ) -> BeamSearchOutput:
-        """Beam search (see :func:`~texkit.modules.decoders.beam_search`).
+        """Beam search (see :func:`~texkit.modules.decoders.beam_search`), in inference mode.
 
-        The memory and the initial state are tiled to ``beam_width`` copies per example inside.
+        Args:
+            beam_width: hypotheses kept per example.
+            length_penalty: the GNMT ``alpha`` (0: plain log-probabilities).
+            start_tokens: ``[batch]`` int tokens fed first.
+            end_token: the int token that ends a hypothesis.
+            max_decoding_length: a Python int (``None``: ``max_decoding_length_infer``).
+            embedding: ids -> vectors (a ``WordEmbedder`` or a ``[vocab, dim]`` matrix).
+            memory, memory_sequence_length: what the attention decoder attends to; tiled to
+                ``beam_width`` copies per example inside, with the initial state.
+            initial_state: the cell's state (zeros when ``None``).
 
         Returns:
             :class:`~texkit.modules.decoders.BeamSearchOutput`: ``ids [batch, beam_width,
             max_decoding_length]``, ``scores [batch, beam_width]``, ``lengths [batch,
             beam_width]``, best first.
         """
+        if start_tokens is None or end_token is None:
+            raise ValueError(f"{self.name}: beam_search needs start_tokens and end_token")
         memory_parts = self._memory(memory, memory_sequence_length)
         start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
         max_length = self._max_length(max_decoding_length)
         step, state = self._inference_step(
-            embedding, start_tokens, initial_state, memory_parts, training, None
+            embedding, start_tokens, initial_state, memory_parts, False, None
         )
-        self._draw_dropout_masks(embedding, start_tokens, state["decoder"], beam_width)
-        try:
-            return beam_search(
-                step, start_tokens, end_token, max_length, state, beam_width, length_penalty
-            )
-        finally:
-            reset_dropout_masks(self.cell)
+        return beam_search(
+            step, start_tokens, end_token, max_length, state, beam_width, length_penalty
+        )
 
     def _inference_step(
         self,
@@ -420,7 +427,6 @@ class _RNNDecoderBase(ModuleBase):
         sequence_length = tf.cast(sequence_length, tf.int32)
         state = self._initial_state(initial_state, batch, memory)
         time_major = tf.transpose(inputs, (1, 0, 2))
-        self._draw_masks_for(inputs[:, 0], state, 1)
         zero_records = self._records(batch, memory)
         output_zeros = tf.zeros([batch, self._output_size(self._memory_size(memory))],
                                 self.compute_dtype)  # fmt: skip
@@ -443,9 +449,15 @@ class _RNNDecoderBase(ModuleBase):
             }
             return time + 1, new_state, arrays
 
+        # A static bound lets XLA size the loop's gradient accumulators.
+        static_time = inputs.shape[1]
         try:
+            self._draw_masks_for(inputs[:, 0], state)
             _, state, arrays = tf.while_loop(
-                lambda time, *_: time < max_time, body, (tf.constant(0), state, arrays)
+                lambda time, *_: time < max_time,
+                body,
+                (tf.constant(0), state, arrays),
+                maximum_iterations=static_time if static_time is not None else max_time,
             )
         finally:
             reset_dropout_masks(self.cell)
@@ -454,7 +466,9 @@ class _RNNDecoderBase(ModuleBase):
             for name, array in arrays.items()
         }
         logits = tf.cast(self.output_layer(history.pop("output")), tf.float32)
-        sample_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        valid = tf.sequence_mask(sequence_length, max_time)
+        logits = tf.where(valid[:, :, None], logits, 0.0)  # as in inference: zeros past the end
+        sample_id = tf.where(valid, tf.argmax(logits, axis=-1, output_type=tf.int32), 0)
         outputs = self._outputs(logits, sample_id, history)
         return outputs, self._public_state(state, history), sequence_length
 
