@@ -17,6 +17,7 @@ import bert_classifier  # noqa: E402, F401  (registers the example's builders)
 import bert_pretrain  # noqa: E402
 import bible_corpus  # noqa: E402
 import sentence_classifier  # noqa: E402, F401  (registers the example's builders)
+import seq2seq_attn  # noqa: E402
 import testament_classifier  # noqa: E402, F401  (registers the example's builders)
 
 
@@ -187,3 +188,24 @@ def test_bert_pretraining_loss_falls_on_real_text():
         ]
     )
     assert history[-1]["mlm_loss"] < history[0]["mlm_loss"] - 1.0, history
+
+
+def test_seq2seq_attn_quick_mode_trains_translates_and_scores_with_sacrebleu(tmp_path):
+    import sacrebleu
+
+    config = os.path.join(os.path.dirname(__file__), os.pardir, "hparams", "seq2seq_attn.yaml")
+    result = seq2seq_attn.main(
+        ["--config", config, "--quick", f"run.model_dir={tmp_path / 'run'}", "run.verbose=0"]
+    )
+    losses = result["history"]["loss"]
+    assert losses[-1] < losses[0]  # 20 steps on 600 verses: the loss falls
+    test_verses = bible_corpus.load_bible()["test"][:24]
+    assert result["references"] == [verse.english for verse in test_verses]
+    assert len(result["hypotheses"]) == 24
+    assert all(isinstance(h, str) and "<EOS>" not in h for h in result["hypotheses"])
+    expected = sacrebleu.corpus_bleu(
+        result["hypotheses"], [result["references"]], lowercase=True, force=True
+    )
+    assert result["bleu"] == pytest.approx(expected.score)
+    # The run kept its checkpoints and its resolved configuration.
+    assert (tmp_path / "run" / "hparams.yaml").exists()

@@ -132,6 +132,19 @@ def _check_batch_time(labels: Any, logits: Any, time_major: bool, sequence_lengt
             )
 
 
+def _float_batch_major(
+    labels: Any, logits: Any, sequence_length: Any, time_major: bool, stop_gradient: bool
+) -> tuple[Any, Any, Any]:
+    """Soft labels and logits checked against the lengths, in float32 and batch-major."""
+    sequence_length = _check_lengths(sequence_length)
+    _check_batch_time(labels, logits, time_major, sequence_length)
+    labels = _to_batch_major(tf.cast(labels, tf.float32), time_major)
+    logits = _to_batch_major(tf.cast(logits, tf.float32), time_major)
+    if stop_gradient:
+        labels = tf.stop_gradient(labels)
+    return labels, logits, sequence_length
+
+
 def _smoothing_term(logits: Any) -> Any:
     """The mean over classes of ``-log softmax(logits)``: ``logsumexp(z) - mean(z)``."""
     return tf.reduce_logsumexp(logits, axis=-1) - tf.reduce_mean(logits, axis=-1)
@@ -253,12 +266,9 @@ def sequence_softmax_cross_entropy(
             f"labels and logits must have the same shape {layout}: labels shape "
             f"{tuple(labels.shape)}, logits shape {tuple(logits.shape)}"
         )
-    sequence_length = _check_lengths(sequence_length)
-    _check_batch_time(labels, logits, time_major, sequence_length)
-    labels = _to_batch_major(tf.cast(labels, tf.float32), time_major)
-    logits = _to_batch_major(tf.cast(logits, tf.float32), time_major)
-    if stop_gradient_to_label:
-        labels = tf.stop_gradient(labels)
+    labels, logits, sequence_length = _float_batch_major(
+        labels, logits, sequence_length, time_major, stop_gradient_to_label
+    )
     losses = tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits)
     if eps:
         losses = (1.0 - eps) * losses + eps * _smoothing_term(logits)
@@ -319,12 +329,9 @@ def sequence_sigmoid_cross_entropy(
             f"labels must have the shape of logits: labels shape {tuple(labels.shape)}, "
             f"logits shape {tuple(logits.shape)}"
         )
-    sequence_length = _check_lengths(sequence_length)
-    _check_batch_time(labels, logits, time_major, sequence_length)
-    labels = _to_batch_major(tf.cast(labels, tf.float32), time_major)
-    logits = _to_batch_major(tf.cast(logits, tf.float32), time_major)
-    if stop_gradient_to_label:
-        labels = tf.stop_gradient(labels)
+    labels, logits, sequence_length = _float_batch_major(
+        labels, logits, sequence_length, time_major, stop_gradient_to_label
+    )
     losses = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
     if losses.shape.rank == 3:
         if average_across_classes:

@@ -417,3 +417,25 @@ def test_decoding_stops_once_every_sequence_has_ended():
     np.testing.assert_array_equal(beam.ids[:, 0, :2], [[3, END]] * 2)
     # Stops once the set of 2 finished hypotheses can no longer be beaten, long before 20 steps.
     assert len(calls) < 6, calls
+
+
+def test_an_unknown_batch_size_in_a_graph():
+    table = random_table(np.random.default_rng(12), 6, sharpness=1.0)
+    step = markov_step(table)
+    spec = [tf.TensorSpec([None], tf.int32)]
+
+    @tf.function(input_signature=spec)
+    def greedy(start):
+        return greedy_decode(step, start, END, 6, initial_state(tf.shape(start)[0])).sample_id
+
+    @tf.function(input_signature=spec)
+    def beam(start):
+        return beam_search(step, start, END, 6, initial_state(tf.shape(start)[0]), 3).ids
+
+    start = np.full([3], START, np.int32)
+    np.testing.assert_array_equal(
+        greedy(start), run(greedy_decode, step, start, END, 6, initial_state(3)).sample_id
+    )
+    np.testing.assert_array_equal(
+        beam(start), run(beam_search, step, start, END, 6, initial_state(3), 3).ids
+    )

@@ -115,11 +115,6 @@ def _where_batch(condition: Any, x: Any, y: Any) -> Any:
     return tf.where(condition, x, y)
 
 
-def _write(buffer: Any, time: Any, value: Any) -> Any:
-    """Writes ``value`` at ``buffer[time]`` (a time-major buffer): an in-place update under XLA."""
-    return tf.tensor_scatter_nd_update(buffer, [[time]], value[None])
-
-
 def filter_top_k(logits: Any, top_k: int) -> Any:
     """``logits`` with all but the ``top_k`` largest of each row set to ``-inf`` (0: no filter).
 
@@ -190,9 +185,10 @@ def _decode(
         logits = tf.cast(logits, tf.float32)
         chosen = tf.cast(choose(logits, time), tf.int32)
         chosen = tf.where(finished, end_token, chosen)
-        ids = _write(ids, time, chosen)
-        logits = _where_batch(finished, tf.zeros_like(logits), logits)
-        logits_buffer = _write(logits_buffer, time, logits)
+        ids = ids.write(time, chosen)
+        logits_buffer = logits_buffer.write(
+            time, _where_batch(finished, tf.zeros_like(logits), logits)
+        )
         state = tf.nest.map_structure(
             lambda new, old: _where_batch(finished, old, new), new_state, state
         )
@@ -200,12 +196,17 @@ def _decode(
         finished = tf.logical_or(finished, tf.equal(chosen, end_token))
         return time + 1, chosen, finished, lengths, ids, logits_buffer, state
 
-    if vocab_size is None:
-        # One extra call of the step function tells the size of the logits buffer.
-        logits, _ = step(start_tokens, tf.constant(0), initial_state)
-        vocab_size = logits.shape[-1] if logits.shape[-1] is not None else tf.shape(logits)[-1]
-    ids = tf.fill([max_length, batch], end_token)
-    logits_buffer = tf.zeros([max_length, batch, vocab_size], tf.float32)
+    # TensorArrays of max_length steps: written in place, both by TensorFlow's kernels and by XLA
+    # (a tensor updated with a scatter would be copied whole at every step without XLA). Steps
+    # never written (after every sequence has ended) stack as zeros.
+    ids = tf.TensorArray(
+        tf.int32, size=max_length, element_shape=tf.TensorShape([start_tokens.shape[0]])
+    )
+    logits_buffer = tf.TensorArray(
+        tf.float32,
+        size=max_length,
+        element_shape=tf.TensorShape([start_tokens.shape[0], vocab_size]),
+    )
     loop_vars = (
         tf.constant(0),
         start_tokens,
@@ -215,7 +216,7 @@ def _decode(
         logits_buffer,
         initial_state,
     )
-    _, _, _, lengths, ids, logits_buffer, state = tf.while_loop(
+    steps, _, _, lengths, ids, logits_buffer, state = tf.while_loop(
         lambda time, _tokens, finished, *_: tf.logical_and(
             time < max_length, tf.logical_not(tf.reduce_all(finished))
         ),
@@ -223,9 +224,10 @@ def _decode(
         loop_vars,
         maximum_iterations=max_length,
     )
+    written = tf.range(max_length)[None, :] < steps
     return DecodeResult(
-        sample_id=tf.transpose(ids),
-        logits=tf.transpose(logits_buffer, (1, 0, 2)),
+        sample_id=tf.where(written, tf.transpose(ids.stack()), end_token),
+        logits=tf.transpose(logits_buffer.stack(), (1, 0, 2)),
         lengths=lengths,
         final_state=state,
     )
@@ -247,8 +249,8 @@ def greedy_decode(
         end_token: the int token that ends a sequence.
         max_decoding_length: a Python int, the most steps decoded.
         initial_state: the step function's state before the first step.
-        vocab_size: the size of the logits (a Python int); ``None`` finds it with one extra call
-            of ``step``.
+        vocab_size: the size of the logits (a Python int), when known: it makes the logits'
+            shape static.
     """
     return _decode(
         step,

@@ -532,7 +532,8 @@ class AttentionRNNDecoder(_RNNDecoderBase):
         "(units must equal the cell's output size for Luong's general score).",
         "attention.attention_layer_size": "Size of W in a_t = act(W [h_t; c_t]); None: a_t is the "
         "context c_t itself.",
-        "attention.attention_layer_activation": "act; None is linear (Luong et al. use tanh).",
+        "attention.attention_layer_activation": "act; None is linear, as in Texar and TF-NMT "
+        "(Luong et al. use tanh, which learned several times slower in examples/seq2seq_attn.py).",
         "attention.alignment_history": "Keep every step's weights in "
         "final_state.alignment_history ([batch, time, memory_time]).",
         "attention.output_attention": "Feed a_t to the output layer (else the cell output h_t).",

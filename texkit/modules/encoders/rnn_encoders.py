@@ -173,6 +173,15 @@ def _output_width(cell: Any, layers: list) -> int:
     return cell.output_size
 
 
+def _build_direction(rnn: Any, output_layers: list, inputs_shape: Any) -> None:
+    """Builds one direction: its RNN on the inputs, then its output layers in turn."""
+    rnn.build(tuple(inputs_shape))
+    width = rnn.cell.output_size
+    for layer in output_layers:
+        layer.build((None, None, width))
+        width = layer.units
+
+
 class UnidirectionalRNNEncoder(ModuleBase):
     """A unidirectional RNN encoder: a (stacked) RNN cell over time, then optional dense layers.
 
@@ -238,11 +247,7 @@ class UnidirectionalRNNEncoder(ModuleBase):
         return _output_width(self.rnn.cell, self.output_layers)
 
     def build(self, inputs_shape: Any, *args: Any, **kwargs: Any) -> None:
-        self.rnn.build(tuple(inputs_shape))
-        width = self.rnn.cell.output_size
-        for layer in self.output_layers:
-            layer.build((None, None, width))
-            width = layer.units
+        _build_direction(self.rnn, self.output_layers, inputs_shape)
         self.built = True
 
     def call(
@@ -354,15 +359,8 @@ class BidirectionalRNNEncoder(ModuleBase):
         )
 
     def build(self, inputs_shape: Any, *args: Any, **kwargs: Any) -> None:
-        for rnn, layers in (
-            (self.rnn_fw, self.output_layers_fw),
-            (self.rnn_bw, self.output_layers_bw),
-        ):
-            rnn.build(tuple(inputs_shape))
-            width = rnn.cell.output_size
-            for layer in layers:
-                layer.build((None, None, width))
-                width = layer.units
+        _build_direction(self.rnn_fw, self.output_layers_fw, inputs_shape)
+        _build_direction(self.rnn_bw, self.output_layers_bw, inputs_shape)
         self.built = True
 
     def call(
