@@ -345,3 +345,39 @@ def test_errors_name_the_problem():
 @pytest.mark.parametrize("cls", [BasicRNNDecoder, AttentionRNNDecoder])
 def test_every_hparam_is_documented(cls):
     assert undocumented_hparams(cls) == ([], [])
+
+
+@pytest.mark.parametrize(
+    "attention",
+    [
+        {"type": "BahdanauAttention", "kwargs": {"units": 5, "normalize": True}},
+        {"type": "CosineAttention", "kwargs": {"units": 4}},
+        {"type": "LocationAttention", "kwargs": {"max_memory_length": 8}},
+        {"type": "LuongAttention", "kwargs": {"units": None, "score": "scaled_dot"}},
+    ],
+    ids=["bahdanau", "cosine", "location", "luong-scaled-dot"],
+)
+def test_every_mechanism_drives_the_decoder(attention):
+    # scaled_dot compares the cell output with the memory directly: the sizes must match.
+    units = MEMORY.shape[-1] if attention["kwargs"].get("score") == "scaled_dot" else UNITS
+    decoder = AttentionRNNDecoder(
+        VOCAB,
+        hparams={
+            "rnn_cell": {"type": "GRUCell", "kwargs": {"units": units}},
+            "attention": {**attention, "attention_layer_size": 4},
+        },
+    )
+    memory = {"memory": MEMORY, "memory_sequence_length": MEMORY_LENGTHS}
+    outputs, _, _ = decoder(inputs=INPUTS, sequence_length=LENGTHS, **memory)
+    scores = outputs.attention_scores.numpy()
+    valid = np.arange(5)[None, :] < LENGTHS[:, None]
+    np.testing.assert_allclose(scores.sum(-1)[valid], 1.0, rtol=1e-5)
+    padded_memory = np.arange(6)[None, None, :] >= MEMORY_LENGTHS[:, None, None]
+    assert not scores[np.broadcast_to(padded_memory, scores.shape)].any()
+    kwargs = {**memory, **inference_kwargs()}
+    greedy = tf.function(
+        lambda: decoder(decoding_strategy="infer_greedy", **kwargs)[0].sample_id,
+        jit_compile=True,
+    )
+    beam = tf.function(lambda: decoder.beam_search(1, **kwargs).ids[:, 0], jit_compile=True)
+    np.testing.assert_array_equal(beam(), greedy())
