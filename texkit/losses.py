@@ -145,6 +145,13 @@ def _float_batch_major(
     return labels, logits, sequence_length
 
 
+def _smoothed(losses: Any, logits: Any, eps: float) -> Any:
+    """Cross-entropies against targets smoothed by ``eps`` (see :func:`_smoothing_term`)."""
+    if not eps:
+        return losses
+    return (1.0 - eps) * losses + eps * _smoothing_term(logits)
+
+
 def _smoothing_term(logits: Any) -> Any:
     """The mean over classes of ``-log softmax(logits)``: ``logsumexp(z) - mean(z)``."""
     return tf.reduce_logsumexp(logits, axis=-1) - tf.reduce_mean(logits, axis=-1)
@@ -210,10 +217,8 @@ def sequence_sparse_softmax_cross_entropy(
         valid = tf.sequence_mask(sequence_length, tf.shape(labels)[1])
         labels = tf.where(valid, labels, tf.zeros_like(labels))
     losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
-    if eps:
-        losses = (1.0 - eps) * losses + eps * _smoothing_term(logits)
     return _mask_and_reduce(
-        losses,
+        _smoothed(losses, logits, eps),
         sequence_length,
         average_across_batch,
         average_across_timesteps,
@@ -270,10 +275,8 @@ def sequence_softmax_cross_entropy(
         labels, logits, sequence_length, time_major, stop_gradient_to_label
     )
     losses = tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits)
-    if eps:
-        losses = (1.0 - eps) * losses + eps * _smoothing_term(logits)
     return _mask_and_reduce(
-        losses,
+        _smoothed(losses, logits, eps),
         sequence_length,
         average_across_batch,
         average_across_timesteps,

@@ -104,15 +104,25 @@ def _seed_tensor(seed: Any) -> Any:
     return seed
 
 
-def _batch_size(tokens: Any) -> Any:
+def batch_size_of(tokens: Any) -> Any:
     """The static batch size when known (so loop shapes stay static), else the dynamic one."""
     return tokens.shape[0] if tokens.shape[0] is not None else tf.shape(tokens)[0]
 
 
-def _where_batch(condition: Any, x: Any, y: Any) -> Any:
+def where_batch(condition: Any, x: Any, y: Any) -> Any:
     """``where`` with a ``[batch]`` condition broadcast over the other axes of ``x`` and ``y``."""
     condition = tf.reshape(condition, [-1] + [1] * (len(x.shape) - 1))
     return tf.where(condition, x, y)
+
+
+def _check_top_k(top_k: Any) -> None:
+    if not _is_int(top_k) or top_k < 0:
+        raise ValueError(f"top_k must be a non-negative int, got {top_k!r}")
+
+
+def _check_top_p(top_p: Any) -> None:
+    if not 0.0 < top_p <= 1.0:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
 
 
 def filter_top_k(logits: Any, top_k: int) -> Any:
@@ -120,8 +130,7 @@ def filter_top_k(logits: Any, top_k: int) -> Any:
 
     Ties with the ``top_k``-th largest value are kept.
     """
-    if not _is_int(top_k) or top_k < 0:
-        raise ValueError(f"top_k must be a non-negative int, got {top_k!r}")
+    _check_top_k(top_k)
     if top_k == 0:
         return logits
     top_k = min(int(top_k), logits.shape[-1] or int(top_k))
@@ -139,8 +148,7 @@ def filter_top_p(logits: Any, top_p: float) -> Any:
     in float32, so at an exact boundary rounding may keep one more token. ``top_p >= 1`` keeps
     everything.
     """
-    if not 0.0 < top_p <= 1.0:
-        raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
+    _check_top_p(top_p)
     if top_p >= 1.0:
         return logits
     logits = tf.cast(logits, tf.float32)
@@ -178,7 +186,7 @@ def _decode(
     max_length = _check_length(max_decoding_length)
     start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
     end_token = tf.cast(end_token, tf.int32)
-    batch = _batch_size(start_tokens)
+    batch = batch_size_of(start_tokens)
 
     def body(time, tokens, finished, lengths, ids, logits_buffer, state):
         logits, new_state = step(tokens, time, state)
@@ -187,10 +195,10 @@ def _decode(
         chosen = tf.where(finished, end_token, chosen)
         ids = ids.write(time, chosen)
         logits_buffer = logits_buffer.write(
-            time, _where_batch(finished, tf.zeros_like(logits), logits)
+            time, where_batch(finished, tf.zeros_like(logits), logits)
         )
         state = tf.nest.map_structure(
-            lambda new, old: _where_batch(finished, old, new), new_state, state
+            lambda new, old: where_batch(finished, old, new), new_state, state
         )
         lengths = tf.where(finished, lengths, time + 1)
         finished = tf.logical_or(finished, tf.equal(chosen, end_token))
@@ -290,8 +298,8 @@ def sample_decode(
     """
     if not softmax_temperature > 0:
         raise ValueError(f"softmax_temperature must be positive, got {softmax_temperature!r}")
-    filter_top_k(tf.zeros([1, 1]), top_k)  # validates top_k before tracing the loop
-    filter_top_p(tf.zeros([1, 1]), top_p)
+    _check_top_k(top_k)  # before tracing the loop
+    _check_top_p(top_p)
     seed = _seed_tensor(seed)
 
     def choose(logits: Any, time: Any) -> Any:
@@ -345,7 +353,7 @@ def beam_search(
     beams = int(beam_width)
     start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
     end_token = tf.cast(end_token, tf.int32)
-    batch = _batch_size(start_tokens)
+    batch = batch_size_of(start_tokens)
     # Offsets that turn a beam index [batch, beams] into a row of the [batch * beams] state.
     row_offsets = tf.range(batch)[:, None] * beams
     max_penalty = gnmt_length_penalty(max_length, length_penalty)

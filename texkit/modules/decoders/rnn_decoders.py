@@ -49,9 +49,11 @@ from texkit.hparams import check_positive_int
 from texkit.modules.base import ModuleBase
 from texkit.modules.decoders.decoding import (
     BeamSearchOutput,
+    batch_size_of,
     beam_search,
     greedy_decode,
     sample_decode,
+    where_batch,
 )
 
 __all__ = [
@@ -100,15 +102,6 @@ class AttentionState(NamedTuple):
 def _flatten_like(structure: Any, values: Any) -> Any:
     """``values`` repacked into ``structure`` (Keras cells may return lists for tuples)."""
     return tf.nest.pack_sequence_as(structure, tf.nest.flatten(values))
-
-
-def _where_batch(condition: Any, x: Any, y: Any) -> Any:
-    condition = tf.reshape(condition, [-1] + [1] * (len(x.shape) - 1))
-    return tf.where(condition, x, y)
-
-
-def _batch_size(tensor: Any) -> Any:
-    return tensor.shape[0] if tensor.shape[0] is not None else tf.shape(tensor)[0]
 
 
 class _RNNDecoderBase(ModuleBase):
@@ -226,12 +219,9 @@ class _RNNDecoderBase(ModuleBase):
         """The cell's own part of the step's state."""
         return state
 
-    def _draw_dropout_masks(self, embedding: Any, start_tokens: Any, state: Any) -> None:
+    def _draw_dropout_masks(self, inputs: Any, state: Any) -> None:
         """Draws the cell's per-sequence dropout masks before a loop, as keras.layers.RNN does
-        (they only act in training)."""
-        self._draw_masks_for(self._embed(embedding, start_tokens), state)
-
-    def _draw_masks_for(self, inputs: Any, state: Any) -> None:
+        (they only act in training); ``inputs`` are one step's ``[batch, dim]`` inputs."""
         fed_back = self._fed_back_size_of(state)
         cell_inputs = tf.zeros(
             [tf.shape(inputs)[0], inputs.shape[-1] + fed_back], self.compute_dtype
@@ -291,7 +281,7 @@ class _RNNDecoderBase(ModuleBase):
         )
         vocab_size = getattr(self.output_layer, "units", None)
         try:
-            self._draw_dropout_masks(embedding, start_tokens, state["decoder"])
+            self._draw_dropout_masks(self._embed(embedding, start_tokens), state["decoder"])
             if decoding_strategy == "infer_greedy":
                 result = greedy_decode(
                     step, start_tokens, end_token, max_length, state, vocab_size=vocab_size
@@ -368,7 +358,7 @@ class _RNNDecoderBase(ModuleBase):
         ``[batch, max_length, ...]`` buffers of each step's records (the attention scores).
         """
         self._build_parts(self._embed(embedding, start_tokens).shape[-1], self._memory_size(memory))
-        batch = _batch_size(start_tokens)
+        batch = batch_size_of(start_tokens)
         state = {"decoder": self._initial_state(initial_state, batch, memory), "memory": memory}
         state["records"] = {}
         if max_length is not None:
@@ -421,7 +411,7 @@ class _RNNDecoderBase(ModuleBase):
             )
         inputs = tf.cast(inputs, self.compute_dtype)
         self._build_parts(inputs.shape[-1], self._memory_size(memory))
-        batch, max_time = _batch_size(inputs), tf.shape(inputs)[1]
+        batch, max_time = batch_size_of(inputs), tf.shape(inputs)[1]
         if sequence_length is None:
             sequence_length = tf.fill([batch], max_time)
         sequence_length = tf.cast(sequence_length, tf.int32)
@@ -440,11 +430,11 @@ class _RNNDecoderBase(ModuleBase):
             valid = time < sequence_length
             # Past its length a sequence keeps its state and outputs zeros.
             new_state = tf.nest.map_structure(
-                lambda new, old: _where_batch(valid, new, old), new_state, state
+                lambda new, old: where_batch(valid, new, old), new_state, state
             )
             step_outputs = {"output": output, **records}
             arrays = {
-                name: arrays[name].write(time, _where_batch(valid, value, tf.zeros_like(value)))
+                name: arrays[name].write(time, where_batch(valid, value, tf.zeros_like(value)))
                 for name, value in step_outputs.items()
             }
             return time + 1, new_state, arrays
@@ -452,7 +442,7 @@ class _RNNDecoderBase(ModuleBase):
         # A static bound lets XLA size the loop's gradient accumulators.
         static_time = inputs.shape[1]
         try:
-            self._draw_masks_for(inputs[:, 0], state)
+            self._draw_dropout_masks(inputs[:, 0], state)
             _, state, arrays = tf.while_loop(
                 lambda time, *_: time < max_time,
                 body,
@@ -623,7 +613,7 @@ class AttentionRNNDecoder(_RNNDecoderBase):
         if not self.attention_mechanism.built:
             self.attention_mechanism.build((None, self._cell_output_size()), memory.shape)
         if memory_sequence_length is None:
-            memory_sequence_length = tf.fill([_batch_size(memory)], tf.shape(memory)[1])
+            memory_sequence_length = tf.fill([batch_size_of(memory)], tf.shape(memory)[1])
         return {
             "memory": memory,
             "keys": self.attention_mechanism.prepare_memory(memory),
