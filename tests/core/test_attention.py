@@ -109,3 +109,69 @@ def test_mixed_bfloat16_computes_in_bfloat16():
     layer = make(dtype="mixed_bfloat16")
     x = tf.constant(RNG.normal(size=(1, 3, 8)), tf.float32)
     assert layer(x).dtype == tf.bfloat16
+
+
+def _step_by_step(layer, x, cache):
+    outputs = []
+    for t in range(x.shape[1]):
+        out, cache = layer.call_cached(x[:, t : t + 1], cache, tf.constant(t))
+        outputs.append(out)
+    return tf.concat(outputs, axis=1), cache
+
+
+@pytest.mark.parametrize("compile", [None, False, True])
+def test_cached_steps_equal_the_causal_formula(compile):
+    layer = make()
+    x = RNG.normal(size=(3, 6, 8)).astype(np.float32)
+    layer(x)
+    want = numpy_attention(layer, x, x, causal=True)
+
+    def run(x):
+        return _step_by_step(layer, x, layer.init_cache(3, 9))
+
+    if compile is not None:
+        run = tf.function(run, jit_compile=compile)
+    got, cache = run(x)
+    np.testing.assert_allclose(got.numpy(), want, atol=1e-5)
+    # Steps 0..5 hold the projected keys and values; the rest of the buffer is untouched.
+    keys, values = layer.project_memory(x)
+    np.testing.assert_allclose(cache.keys[:, :, :6].numpy(), keys.numpy(), atol=1e-6)
+    np.testing.assert_allclose(cache.values[:, :, :6].numpy(), values.numpy(), atol=1e-6)
+    assert not np.any(cache.keys[:, :, 6:].numpy())
+
+
+def test_cached_chunks_and_stale_cache_entries():
+    """A prompt written in chunks gives the causal outputs; whatever lies in the buffer past the
+    current step (another hypothesis' keys, in beam search) gets zero weight."""
+    layer = make()
+    x = RNG.normal(size=(2, 7, 8)).astype(np.float32)
+    want = layer(x, causal=True).numpy()
+    cache = layer.init_cache(2, 10)
+    stale = tf.constant(RNG.normal(size=cache.keys.shape).astype(np.float32) * 50)
+    cache = cache._replace(keys=stale, values=-stale)
+    first, cache = layer.call_cached(x[:, :3], cache, 0)
+    second, cache = layer.call_cached(x[:, 3:], cache, 3)
+    np.testing.assert_allclose(np.concatenate([first, second], axis=1), want, atol=1e-5)
+
+
+def test_projected_memory_equals_cross_attention():
+    layer = make()
+    x = RNG.normal(size=(2, 4, 8)).astype(np.float32)
+    memory = RNG.normal(size=(2, 6, 7)).astype(np.float32)
+    lengths = np.array([6, 3])
+    want = layer(x, memory=memory, memory_sequence_length=lengths).numpy()
+    from texkit.core.attention import attention_bias
+
+    got = layer.attend(x, layer.project_memory(memory), attention_bias(4, 6, lengths))
+    np.testing.assert_allclose(got.numpy(), want, atol=1e-6)
+
+
+def test_cache_errors_name_the_problem():
+    layer = make()
+    with pytest.raises(ValueError, match="before call_cached"):
+        layer.call_cached(tf.zeros([1, 1, 8]), None, 0)
+    layer(tf.zeros([1, 2, 8]))
+    with pytest.raises(ValueError, match="max_length must be a positive int"):
+        layer.init_cache(1, 0)
+    cache = layer.init_cache(2, 5)
+    assert cache.keys.shape == (2, 3, 5, 4) and cache.values.dtype == tf.float32

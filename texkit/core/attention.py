@@ -29,7 +29,7 @@ name, so hparams select one with ``{"type": "LuongAttention", "kwargs": {...}}``
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import keras
 import tensorflow as tf
@@ -44,6 +44,7 @@ __all__ = [
     "AttentionMechanism",
     "BahdanauAttention",
     "CosineAttention",
+    "KVCache",
     "LocationAttention",
     "LuongAttention",
     "MultiHeadAttention",
@@ -87,6 +88,20 @@ def attention_bias(
     return ops.where(allowed, 0.0, _MASK_BIAS)
 
 
+class KVCache(NamedTuple):
+    """The projected keys and values of :class:`MultiHeadAttention`, ``[batch, heads, time,
+    depth]`` each, in the layer's compute dtype.
+
+    A decoder's self-attention cache is preallocated to the most steps decoded
+    (:meth:`MultiHeadAttention.init_cache`) and written in place, one step at a time, by
+    :meth:`MultiHeadAttention.call_cached`; a cross-attention memory is projected once per source
+    by :meth:`MultiHeadAttention.project_memory`.
+    """
+
+    keys: Any
+    values: Any
+
+
 class MultiHeadAttention(ModuleBase):
     """Multi-head scaled dot-product attention (Vaswani et al., 2017).
 
@@ -101,6 +116,16 @@ class MultiHeadAttention(ModuleBase):
 
     Returns:
         ``[batch, query_time, output_dim]`` in the layer's compute dtype.
+
+    Incremental decoding uses three more methods, so that a step costs one query's projections
+    and one pass over a fixed-size cache instead of recomputing the whole prefix:
+
+    * :meth:`init_cache` preallocates a zero :class:`KVCache` of ``max_length`` steps;
+    * :meth:`call_cached` (causal self-attention) writes the keys and values of queries at steps
+      ``time, time + 1, ...`` into the cache in place and attends to the cached steps up to each
+      query's own, giving the outputs :meth:`call` with ``causal=True`` gives at those steps;
+    * :meth:`project_memory` and :meth:`attend` split cross-attention: the memory's keys and
+      values are projected once, then every step attends to them.
 
     The four projections are Dense layers named ``query``, ``key``, ``value`` and ``output``
     (kernels ``[in, out]``), the layout checkpoint name tables refer to.
@@ -151,6 +176,11 @@ class MultiHeadAttention(ModuleBase):
             "name": "multihead_attention",
         }
 
+    @property
+    def depth(self) -> int:
+        """The size of one head."""
+        return self.hparams.num_units // self.hparams.num_heads
+
     def build(self, queries_shape: Any, memory_shape: Any = None, *args: Any, **kw: Any) -> None:
         memory_shape = queries_shape if memory_shape is None else memory_shape
         self.query.build(queries_shape)
@@ -159,11 +189,45 @@ class MultiHeadAttention(ModuleBase):
         self.output_dense.build((*queries_shape[:-1], self.hparams.num_units))
         self.built = True
 
+    def _check_built(self, method: str) -> None:
+        if not self.built:
+            raise ValueError(
+                f"{self.name}: build the layer (or call it once) before {method}(); its weights "
+                "do not exist yet"
+            )
+
     def _split_heads(self, x: Any) -> Any:
         batch, time = ops.shape(x)[0], ops.shape(x)[1]
         heads = self.hparams.num_heads
-        x = ops.reshape(x, (batch, time, heads, self.hparams.num_units // heads))
+        x = ops.reshape(x, (batch, time, heads, self.depth))
         return ops.transpose(x, (0, 2, 1, 3))
+
+    def project_memory(self, memory: Any) -> KVCache:
+        """The keys and values of ``memory [batch, time, memory_dim]``, ``[batch, heads, time,
+        depth]`` each; :meth:`attend` attends to them."""
+        self._check_built("project_memory")
+        return KVCache(self._split_heads(self.key(memory)), self._split_heads(self.value(memory)))
+
+    def attend(self, queries: Any, kv: KVCache, bias: Any = None, training: Any = None) -> Any:
+        """Attention of ``queries [batch, query_time, input_dim]`` to projected keys and values.
+
+        ``bias`` is added to the float32 scores (``[batch or 1, 1, query_time, memory_time]``,
+        e.g. from :func:`attention_bias`); ``None`` masks nothing.
+        """
+        self._check_built("attend")
+        hp = self.hparams
+        q = self._split_heads(self.query(queries)) * ops.cast(self.depth**-0.5, self.compute_dtype)
+        scores = ops.cast(ops.matmul(q, ops.transpose(kv.keys, (0, 1, 3, 2))), "float32")
+        if bias is not None:
+            scores = scores + bias
+        # tf.nn.softmax: Keras' softmax warns about a single memory step, a decoder's first.
+        weights = tf.nn.softmax(scores, axis=-1)
+        if training and hp.dropout_rate > 0:
+            weights = keras.random.dropout(weights, hp.dropout_rate, seed=self.seed_generator)
+        context = ops.matmul(ops.cast(weights, self.compute_dtype), kv.values)
+        batch, time = ops.shape(queries)[0], ops.shape(queries)[1]
+        context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (batch, time, hp.num_units))
+        return self.output_dense(context)
 
     def call(
         self,
@@ -174,24 +238,42 @@ class MultiHeadAttention(ModuleBase):
         training: Any = None,
     ) -> Any:
         memory = queries if memory is None else memory
-        hp = self.hparams
-        depth = hp.num_units // hp.num_heads
-        q = self._split_heads(self.query(queries)) * ops.cast(depth**-0.5, self.compute_dtype)
-        k = self._split_heads(self.key(memory))
-        v = self._split_heads(self.value(memory))
-        scores = ops.cast(ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))), "float32")
         bias = attention_bias(
             ops.shape(queries)[1], ops.shape(memory)[1], memory_sequence_length, causal
         )
-        if bias is not None:
-            scores = scores + bias
-        weights = ops.softmax(scores, axis=-1)
-        if training and hp.dropout_rate > 0:
-            weights = keras.random.dropout(weights, hp.dropout_rate, seed=self.seed_generator)
-        context = ops.matmul(ops.cast(weights, self.compute_dtype), v)
-        batch, time = ops.shape(queries)[0], ops.shape(queries)[1]
-        context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (batch, time, hp.num_units))
-        return self.output_dense(context)
+        return self.attend(queries, self.project_memory(memory), bias, training)
+
+    def init_cache(self, batch_size: Any, max_length: int) -> KVCache:
+        """A zero :class:`KVCache` of ``max_length`` steps for :meth:`call_cached`."""
+        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
+            raise ValueError(f"{self.name}: max_length must be a positive int, got {max_length!r}")
+        shape = (batch_size, self.hparams.num_heads, max_length, self.depth)
+        zeros = ops.zeros(shape, self.compute_dtype)
+        return KVCache(zeros, zeros)
+
+    def call_cached(
+        self, queries: Any, cache: KVCache, time: Any, training: Any = None
+    ) -> tuple[Any, KVCache]:
+        """Causal self-attention of ``queries [batch, query_time, input_dim]`` at steps ``time ..
+        time + query_time - 1``, with the earlier steps' keys and values read from ``cache``.
+
+        Writes the queries' keys and values into the cache at those steps (a
+        ``dynamic_update_slice``, in place under XLA) and returns ``(outputs, new_cache)``; steps
+        past each query's own (zeros, or stale values of another hypothesis) get zero weight.
+        ``time`` is a scalar int (tensor); the steps must stay below the cache's length.
+        """
+        self._check_built("call_cached")
+        new = self.project_memory(queries)
+        time = ops.cast(time, "int32")
+        start = [0, 0, time, 0]
+        cache = KVCache(
+            ops.slice_update(cache.keys, start, ops.cast(new.keys, cache.keys.dtype)),
+            ops.slice_update(cache.values, start, ops.cast(new.values, cache.values.dtype)),
+        )
+        rows = time + ops.arange(ops.shape(queries)[1], dtype="int32")[:, None]
+        cols = ops.arange(ops.shape(cache.keys)[2], dtype="int32")[None, :]
+        bias = ops.where(cols <= rows, 0.0, _MASK_BIAS)[None, None, :, :]
+        return self.attend(queries, cache, bias, training), cache
 
     def compute_output_shape(self, queries_shape: Any, *args: Any, **kwargs: Any) -> Any:
         return (*queries_shape[:-1], self.hparams.output_dim)

@@ -18,7 +18,12 @@ from texkit.modules.connectors import (
     ForwardConnector,
     MLPTransformConnector,
 )
-from texkit.modules.decoders import AttentionRNNDecoder, BasicRNNDecoder
+from texkit.modules.decoders import (
+    AttentionRNNDecoder,
+    BasicRNNDecoder,
+    GPT2Decoder,
+    TransformerDecoder,
+)
 from texkit.modules.embedders import PositionEmbedder, SinusoidsPositionEmbedder, WordEmbedder
 from texkit.modules.encoders import (
     BERTEncoder,
@@ -41,12 +46,14 @@ __all__ = [
     "Conv1DClassifier",
     "Conv1DEncoder",
     "ForwardConnector",
+    "GPT2Decoder",
     "MLPTransformConnector",
     "ModuleBase",
     "PositionEmbedder",
     "SinusoidsPositionEmbedder",
     "SpanHead",
     "TokenTaggingHead",
+    "TransformerDecoder",
     "TransformerEncoder",
     "UnidirectionalRNNClassifier",
     "UnidirectionalRNNEncoder",

@@ -3,6 +3,7 @@
 from texkit.modules.decoders.decoding import (
     BeamSearchOutput,
     DecodeResult,
+    DecoderOutput,
     beam_search,
     filter_top_k,
     filter_top_p,
@@ -11,13 +12,14 @@ from texkit.modules.decoders.decoding import (
     sample_decode,
     tile_batch,
 )
+from texkit.modules.decoders.gpt2_decoder import GPT2Decoder
 from texkit.modules.decoders.rnn_decoders import (
     AttentionDecoderOutput,
     AttentionRNNDecoder,
     AttentionState,
     BasicRNNDecoder,
-    DecoderOutput,
 )
+from texkit.modules.decoders.transformer_decoder import TransformerDecoder
 
 __all__ = [
     "AttentionDecoderOutput",
@@ -27,6 +29,8 @@ __all__ = [
     "BeamSearchOutput",
     "DecodeResult",
     "DecoderOutput",
+    "GPT2Decoder",
+    "TransformerDecoder",
     "beam_search",
     "filter_top_k",
     "filter_top_p",

@@ -28,6 +28,7 @@ import tensorflow as tf
 __all__ = [
     "BeamSearchOutput",
     "DecodeResult",
+    "DecoderOutput",
     "beam_search",
     "filter_top_k",
     "filter_top_p",
@@ -40,6 +41,14 @@ __all__ = [
 Step = Callable[[Any, Any, Any], tuple[Any, Any]]
 
 _NEG_INF = float("-inf")
+
+
+class DecoderOutput(NamedTuple):
+    """What decoders return per step: ``logits [batch, time, vocab_size]`` (float32) and
+    ``sample_id [batch, time]`` (int32)."""
+
+    logits: Any
+    sample_id: Any
 
 
 class DecodeResult(NamedTuple):

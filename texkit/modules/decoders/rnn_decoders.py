@@ -49,6 +49,7 @@ from texkit.hparams import check_positive_int
 from texkit.modules.base import ModuleBase
 from texkit.modules.decoders.decoding import (
     BeamSearchOutput,
+    DecoderOutput,
     batch_size_of,
     beam_search,
     greedy_decode,
@@ -65,13 +66,6 @@ __all__ = [
 ]
 
 STRATEGIES = ("train_greedy", "infer_greedy", "infer_sample")
-
-
-class DecoderOutput(NamedTuple):
-    """``logits [batch, time, vocab_size]`` (float32) and ``sample_id [batch, time]`` (int32)."""
-
-    logits: Any
-    sample_id: Any
 
 
 class AttentionDecoderOutput(NamedTuple):

@@ -39,26 +39,53 @@ def _dropout(x: Any, rate: float, training: Any, seed: Any) -> Any:
     return x
 
 
-class _EncoderBlock(keras.layers.Layer):
-    """One self-attention + feed-forward block; built and configured by its TransformerEncoder."""
+def attention_hparams(hparams: Any, name: str) -> dict:
+    """A block's MultiHeadAttention hparams from a Transformer stack's ``multihead_attention``."""
+    attention = hparams.multihead_attention
+    return {
+        **attention.todict(),
+        "num_units": attention.num_units or hparams.dim,
+        "output_dim": hparams.dim,
+        "initializer": attention.initializer or hparams.initializer,
+        "name": name,
+    }
+
+
+def check_stack_hparams(hp: Any) -> None:
+    """Checks the hparams a Transformer encoder and decoder share, naming the bad key."""
+    if hp.norm not in _NORMS:
+        raise HParamsError(f"expected one of {_NORMS}, got {hp.norm!r}", "norm")
+    check_positive_int(hp, "dim", "num_blocks", "poswise_feedforward.dim")
+    check_positive(hp, "layer_norm_epsilon")
+    attention = hp.multihead_attention
+    if attention.num_heads < 1 or (attention.num_units or hp.dim) % attention.num_heads:
+        raise HParamsError(
+            f"num_heads={attention.num_heads} must be positive and divide num_units="
+            f"{attention.num_units or hp.dim}",
+            "multihead_attention.num_heads",
+        )
+    check_rate(hp, "multihead_attention.dropout_rate", "embedding_dropout", "residual_dropout")
+
+
+class TransformerBlock(keras.layers.Layer):
+    """One self-attention + feed-forward block, built and configured by a Transformer stack.
+
+    ``_residual`` wraps a sub-layer in dropout, the residual sum and layer norm in the stack's
+    order; the decoder's block adds cross-attention between the two sub-layers.
+    """
 
     def __init__(self, hparams: Any, initializer: Any, norm: str, **kwargs: Any):
         super().__init__(**kwargs)
         hp = hparams
-        attention = {
-            **hp.multihead_attention.todict(),
-            "num_units": hp.multihead_attention.num_units or hp.dim,
-            "output_dim": hp.dim,
-            "initializer": hp.multihead_attention.initializer or hp.initializer,
-            "name": "self_attention",
-        }
         dense = {"dtype": self.dtype_policy}
         if initializer is not None:
             dense["kernel_initializer"] = initializer
         ffn = hp.poswise_feedforward
         self.norm = norm
         self.residual_dropout = hp.residual_dropout
-        self.self_attention = MultiHeadAttention(attention, dtype=self.dtype_policy)
+        self.self_attention = MultiHeadAttention(
+            attention_hparams(hp, "self_attention"), dtype=self.dtype_policy
+        )
         self.attention_norm = _layer_norm(
             hp.layer_norm_epsilon, "attention_norm", self.dtype_policy
         )
@@ -72,7 +99,7 @@ class _EncoderBlock(keras.layers.Layer):
         self.ffn_norm = _layer_norm(hp.layer_norm_epsilon, "ffn_norm", self.dtype_policy)
         self.seed_generator = keras.random.SeedGenerator() if self.residual_dropout > 0 else None
 
-    def build(self, inputs_shape: Any) -> None:
+    def build(self, inputs_shape: Any, *args: Any, **kwargs: Any) -> None:
         self.self_attention.build(inputs_shape)
         self.attention_norm.build(inputs_shape)
         self.ffn_inner.build(inputs_shape)
@@ -80,19 +107,27 @@ class _EncoderBlock(keras.layers.Layer):
         self.ffn_norm.build(inputs_shape)
         self.built = True
 
-    def call(self, x: Any, sequence_length: Any = None, training: Any = None) -> Any:
+    def _residual(self, x: Any, norm: Any, sublayer: Any, training: Any) -> Any:
         rate, seed = self.residual_dropout, self.seed_generator
         if self.norm == "post":
-            y = self.self_attention(x, memory_sequence_length=sequence_length, training=training)
-            x = self.attention_norm(x + _dropout(y, rate, training, seed))
-            y = self.ffn_output(self.ffn_inner(x))
-            return self.ffn_norm(x + _dropout(y, rate, training, seed))
-        y = self.self_attention(
-            self.attention_norm(x), memory_sequence_length=sequence_length, training=training
+            return norm(x + _dropout(sublayer(x), rate, training, seed))
+        return x + _dropout(sublayer(norm(x)), rate, training, seed)
+
+    def _feedforward(self, x: Any, training: Any) -> Any:
+        return self._residual(
+            x, self.ffn_norm, lambda y: self.ffn_output(self.ffn_inner(y)), training
         )
-        x = x + _dropout(y, rate, training, seed)
-        y = self.ffn_output(self.ffn_inner(self.ffn_norm(x)))
-        return x + _dropout(y, rate, training, seed)
+
+    def call(self, x: Any, sequence_length: Any = None, training: Any = None) -> Any:
+        x = self._residual(
+            x,
+            self.attention_norm,
+            lambda y: self.self_attention(
+                y, memory_sequence_length=sequence_length, training=training
+            ),
+            training,
+        )
+        return self._feedforward(x, training)
 
 
 class TransformerEncoder(ModuleBase):
@@ -140,24 +175,13 @@ class TransformerEncoder(ModuleBase):
     def __init__(self, hparams: Any = None, **kwargs: Any):
         super().__init__(hparams, **kwargs)
         hp = self.hparams
-        if hp.norm not in _NORMS:
-            raise HParamsError(f"expected one of {_NORMS}, got {hp.norm!r}", "norm")
-        check_positive_int(hp, "dim", "num_blocks", "poswise_feedforward.dim")
-        check_positive(hp, "layer_norm_epsilon")
-        attention = hp.multihead_attention
-        if attention.num_heads < 1 or (attention.num_units or hp.dim) % attention.num_heads:
-            raise HParamsError(
-                f"num_heads={attention.num_heads} must be positive and divide num_units="
-                f"{attention.num_units or hp.dim}",
-                "multihead_attention.num_heads",
-            )
-        check_rate(hp, "multihead_attention.dropout_rate", "embedding_dropout", "residual_dropout")
+        check_stack_hparams(hp)
         initializer = get_initializer(hp.initializer)
         self.input_norm = None
         if hp.norm == "post":
             self.input_norm = _layer_norm(hp.layer_norm_epsilon, "input_norm", self.dtype_policy)
         self.blocks = [
-            _EncoderBlock(hp, initializer, hp.norm, name=f"block_{i}", dtype=self.dtype_policy)
+            TransformerBlock(hp, initializer, hp.norm, name=f"block_{i}", dtype=self.dtype_policy)
             for i in range(hp.num_blocks)
         ]
         self.output_norm = None

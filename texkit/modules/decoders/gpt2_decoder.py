@@ -1,0 +1,177 @@
+"""GPT2Decoder: a decoder-only Transformer language model with the GPT-2 architecture.
+
+Token embeddings, learned position embeddings, a pre-norm stack of causal self-attention blocks
+(GELU feed-forward, tanh approximation), a final layer norm and an output layer tied to the token
+embeddings (Radford et al., 2019). The defaults are GPT-2 small's sizes; a smaller LM is the same
+module with other sizes (``hparams/language_model.yaml``). Weights start from the initializers;
+there is no GPT-2 checkpoint loader yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from texkit.modules.base import ModuleBase
+from texkit.modules.decoders.decoding import BeamSearchOutput, DecoderOutput
+from texkit.modules.decoders.transformer_decoder import TransformerDecoder
+from texkit.modules.embedders import WordEmbedder
+
+__all__ = ["GPT2Decoder"]
+
+
+class GPT2Decoder(ModuleBase):
+    """A GPT-style language model: a :class:`WordEmbedder` and a
+    :class:`~texkit.modules.TransformerDecoder` without cross-attention, tied to each other.
+
+    Being one module that owns both, it saves and loads from its config (a decoder tied to an
+    outside embedder cannot).
+
+    Call arguments:
+        inputs: ``[batch, time]`` token ids (teacher forcing: logits of the next token at every
+            step, ``logits[:, t]`` predicting ``inputs[:, t + 1]``).
+        sequence_length: ``[batch]`` valid lengths.
+        decoding_strategy, start_tokens, end_token, context, context_sequence_length,
+        max_decoding_length, softmax_temperature, top_k, top_p, seed, training: as in
+            :class:`~texkit.modules.TransformerDecoder` (``context`` holds prompts).
+
+    Returns:
+        ``(DecoderOutput(logits, sample_id), (), lengths)``, as the decoder.
+
+    Example::
+
+        lm = tx.modules.GPT2Decoder({"vocab_size": 8000, "dim": 256,
+            "decoder": {"num_blocks": 4, "multihead_attention": {"num_heads": 4},
+                        "poswise_feedforward": {"dim": 1024},
+                        "position_embedder": {"position_size": 256}}})
+        outputs, _, _ = lm(inputs=ids, sequence_length=lengths)
+        text, _, _ = lm(decoding_strategy="infer_sample", context=prompt, end_token=eos,
+                        max_decoding_length=100, top_p=0.9)
+    """
+
+    HPARAMS_DOC = {
+        "vocab_size": "Number of tokens.",
+        "dim": "Model size: of the embeddings and of every block (sets decoder.dim).",
+        "embed": "The token WordEmbedder's hparams: initializer, dropout (its dim is set to "
+        "`dim`).",
+        "decoder": "The TransformerDecoder's hparams; the defaults are GPT-2 small's (its dim is "
+        "set to `dim`, and cross_attention to false).",
+        "name": "Layer name.",
+    }
+
+    def __init__(self, hparams: Any = None, **kwargs: Any):
+        super().__init__(hparams, **kwargs)
+        hp = self.hparams
+        embed = {**hp.embed.todict(), "dim": hp.dim, "name": "word_embedder"}
+        decoder = {
+            **hp.decoder.todict(),
+            "dim": hp.dim,
+            "cross_attention": False,
+            "name": "decoder",
+        }
+        self.word_embedder = WordEmbedder(hp.vocab_size, hparams=embed, dtype=self.dtype_policy)
+        self.decoder = TransformerDecoder(
+            output_layer=self.word_embedder, hparams=decoder, dtype=self.dtype_policy
+        )
+
+    @classmethod
+    def default_hparams(cls) -> dict:
+        decoder = TransformerDecoder.default_hparams()
+        embed = WordEmbedder.default_hparams()
+        normal = {"type": "RandomNormal", "kwargs": {"stddev": 0.02}}
+        decoder.update(
+            {
+                "dim": 768,
+                "num_blocks": 12,
+                "cross_attention": False,
+                "multihead_attention": {
+                    **decoder["multihead_attention"],
+                    "num_heads": 12,
+                    "initializer": None,
+                },
+                "poswise_feedforward": {
+                    "dim": 3072,
+                    "activation": {"type": "gelu", "kwargs": {"approximate": True}},
+                },
+                "layer_norm_epsilon": 1e-5,
+                "initializer": normal,
+                "position_embedder": {
+                    **decoder["position_embedder"],
+                    "type": "learned",
+                    "position_size": 1024,
+                },
+                "scale_embeddings": False,
+                "output_layer_bias": False,
+                "max_decoding_length_infer": 128,
+                "name": "decoder",
+            }
+        )
+        embed.update({"dim": 768, "initializer": normal, "name": "word_embedder"})
+        return {
+            "vocab_size": 50257,
+            "dim": 768,
+            "embed": embed,
+            "decoder": decoder,
+            "name": "gpt2_decoder",
+        }
+
+    def build(self, inputs_shape: Any = None, *args: Any, **kwargs: Any) -> None:
+        self.word_embedder.build(None)
+        self.decoder.build(None)
+        self.built = True
+
+    def call(
+        self,
+        inputs: Any = None,
+        sequence_length: Any = None,
+        decoding_strategy: str = "train_greedy",
+        start_tokens: Any = None,
+        end_token: Any = None,
+        context: Any = None,
+        context_sequence_length: Any = None,
+        max_decoding_length: int | None = None,
+        softmax_temperature: float = 1.0,
+        top_k: int = 0,
+        top_p: float = 1.0,
+        seed: Any = None,
+        training: Any = None,
+    ) -> tuple[DecoderOutput, tuple, Any]:
+        return self.decoder(
+            inputs=inputs,
+            sequence_length=sequence_length,
+            decoding_strategy=decoding_strategy,
+            embedding=self.word_embedder,
+            start_tokens=start_tokens,
+            end_token=end_token,
+            context=context,
+            context_sequence_length=context_sequence_length,
+            max_decoding_length=max_decoding_length,
+            softmax_temperature=softmax_temperature,
+            top_k=top_k,
+            top_p=top_p,
+            seed=seed,
+            training=training,
+        )
+
+    def beam_search(
+        self,
+        beam_width: int,
+        length_penalty: float = 0.0,
+        start_tokens: Any = None,
+        end_token: Any = None,
+        max_decoding_length: int | None = None,
+        *,
+        context: Any = None,
+        context_sequence_length: Any = None,
+    ) -> BeamSearchOutput:
+        """Beam search from ``start_tokens`` or ``context`` prompts; see
+        :meth:`TransformerDecoder.beam_search`."""
+        return self.decoder.beam_search(
+            beam_width,
+            length_penalty,
+            start_tokens,
+            end_token,
+            max_decoding_length,
+            embedding=self.word_embedder,
+            context=context,
+            context_sequence_length=context_sequence_length,
+        )

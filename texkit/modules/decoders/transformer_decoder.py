@@ -1,0 +1,667 @@
+"""TransformerDecoder: masked self-attention, cross-attention to a memory, and a key/value cache.
+
+Called like the RNN decoders::
+
+    outputs, final_state, lengths = decoder(
+        inputs=..., sequence_length=...,                  # train_greedy (teacher forcing)
+        memory=..., memory_sequence_length=...,           # with cross_attention (translation)
+        decoding_strategy="train_greedy" | "infer_greedy" | "infer_sample",
+        embedding=..., start_tokens=..., end_token=...,   # inference
+        context=..., context_sequence_length=...,         # prompts, instead of start_tokens
+        max_decoding_length=..., softmax_temperature=..., top_k=..., top_p=..., seed=...,
+    )
+
+and always returns ``(DecoderOutput(logits, sample_id), (), lengths)``: a Transformer has no
+recurrent state to hand back, so ``final_state`` is always the empty structure ``()`` (not
+``None``, which a Keras functional model cannot return). ``decoder.beam_search(...)``
+returns :class:`~texkit.modules.decoders.BeamSearchOutput`.
+
+The decoder embeds tokens itself, the same way in training and in every decoding step:
+``x = word_embedding * sqrt(dim) (if scale_embeddings) + position_embedding``, then embedding
+dropout. ``inputs`` are token ids (looked up in ``embedding``) or word embeddings ``[batch, time,
+dim]``; the decoder adds the positions ``0, 1, ...`` in both cases.
+
+Inference keeps, for every block, a :class:`~texkit.core.attention.KVCache` of the self-attention
+keys and values preallocated to ``max_decoding_length`` steps and written in place at each step,
+and the cross-attention keys and values of the memory projected once. A step therefore computes
+one token's projections and attends over a fixed-size buffer (masked past the current step)
+instead of recomputing the prefix: its cost does not grow with the prefix, and every shape is
+static, so decoding compiles with ``jit_compile=True``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from texkit.core.attention import MultiHeadAttention, attention_bias
+from texkit.core.layers import get_initializer
+from texkit.hparams import HParamsError, check_positive_int
+from texkit.modules.base import ModuleBase
+from texkit.modules.decoders.decoding import (
+    BeamSearchOutput,
+    DecoderOutput,
+    batch_size_of,
+    beam_search,
+    greedy_decode,
+    sample_decode,
+    where_batch,
+)
+from texkit.modules.embedders import PositionEmbedder, SinusoidsPositionEmbedder, WordEmbedder
+from texkit.modules.encoders.transformer_encoder import (
+    TransformerBlock,
+    _dropout,
+    _layer_norm,
+    attention_hparams,
+    check_stack_hparams,
+)
+from texkit.modules.encoders.transformer_encoder import TransformerEncoder as _Encoder
+
+__all__ = ["TransformerDecoder"]
+
+STRATEGIES = ("train_greedy", "infer_greedy", "infer_sample")
+_POSITION_TYPES = ("sinusoids", "learned")
+# The logits of every token but the forced one at a context step: exp() underflows to exactly 0.
+_FORCED_OUT = -1e9
+
+
+class _DecoderBlock(TransformerBlock):
+    """Causal self-attention, optional cross-attention to the memory, feed-forward."""
+
+    def __init__(self, hparams: Any, initializer: Any, norm: str, cross: bool, **kwargs: Any):
+        super().__init__(hparams, initializer, norm, **kwargs)
+        self.cross_attention = None
+        if cross:
+            self.cross_attention = MultiHeadAttention(
+                attention_hparams(hparams, "cross_attention"), dtype=self.dtype_policy
+            )
+            self.cross_attention_norm = _layer_norm(
+                hparams.layer_norm_epsilon, "cross_attention_norm", self.dtype_policy
+            )
+
+    def build(self, inputs_shape: Any, memory_shape: Any = None, *args: Any, **kw: Any) -> None:
+        super().build(inputs_shape)
+        if self.cross_attention is not None:
+            self.cross_attention.build(inputs_shape, memory_shape)
+            self.cross_attention_norm.build(inputs_shape)
+        self.built = True
+
+    def _attend_memory(self, x: Any, attend: Any, training: Any) -> Any:
+        if self.cross_attention is None:
+            return x
+        return self._residual(x, self.cross_attention_norm, attend, training)
+
+    def call(
+        self,
+        x: Any,
+        memory: Any = None,
+        memory_sequence_length: Any = None,
+        training: Any = None,
+    ) -> Any:
+        """The whole sequence at once (teacher forcing)."""
+        x = self._residual(
+            x,
+            self.attention_norm,
+            lambda y: self.self_attention(y, causal=True, training=training),
+            training,
+        )
+        x = self._attend_memory(
+            x,
+            lambda y: self.cross_attention(y, memory, memory_sequence_length, training=training),
+            training,
+        )
+        return self._feedforward(x, training)
+
+    def step(
+        self, x: Any, cache: Any, time: Any, memory_kv: Any, memory_bias: Any, training: Any
+    ) -> tuple[Any, Any]:
+        """Queries at steps ``time ..`` against the cache and the projected memory."""
+        new_cache = []
+
+        def self_attend(y: Any) -> Any:
+            outputs, written = self.self_attention.call_cached(y, cache, time, training=training)
+            new_cache.append(written)
+            return outputs
+
+        x = self._residual(x, self.attention_norm, self_attend, training)
+        x = self._attend_memory(
+            x,
+            lambda y: self.cross_attention.attend(y, memory_kv, memory_bias, training=training),
+            training,
+        )
+        return self._feedforward(x, training), new_cache[0]
+
+
+class _TiedOutput(keras.layers.Layer):
+    """Logits from the word embeddings: ``x E^T (+ b)``, sharing ``E`` with the embedder."""
+
+    def __init__(self, embedder: keras.layers.Layer, use_bias: bool, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.embedder = embedder
+        self.use_bias = use_bias
+
+    def build(self, inputs_shape: Any) -> None:
+        if not self.embedder.built:
+            self.embedder.build()
+        if self.use_bias:
+            self.bias = self.add_weight(
+                name="bias", shape=(self.embedder.vocab_size,), initializer="zeros"
+            )
+        self.built = True
+
+    def call(self, x: Any) -> Any:
+        table = keras.ops.cast(self.embedder.embedding, self.compute_dtype)
+        logits = keras.ops.matmul(x, keras.ops.transpose(table))
+        if self.use_bias:
+            logits = logits + keras.ops.cast(self.bias, self.compute_dtype)
+        return logits
+
+
+class TransformerDecoder(ModuleBase):
+    """The Transformer decoder (Vaswani et al., 2017); without cross-attention, a GPT-style LM.
+
+    Args:
+        vocab_size: size of the output vocabulary (of a ``Dense(vocab_size)`` output layer).
+        output_layer: instead of that layer: a :class:`~texkit.modules.WordEmbedder` to tie the
+            output to its embeddings (``logits = x E^T``, plus a bias if ``output_layer_bias``;
+            the usual choice, with the same embedder as ``embedding``), or any Keras layer
+            mapping ``[..., dim]`` to ``[..., vocab_size]``.
+        hparams: see the table below.
+
+    Each block is causal self-attention, cross-attention to ``memory`` (when ``cross_attention``
+    is true) and a feed-forward network, with dropout and residual connections in pre-norm (a
+    final layer norm after the last block) or post-norm order, as in
+    :class:`~texkit.modules.TransformerEncoder`.
+
+    Call arguments (see also the module docstring):
+        inputs: ``[batch, time]`` token ids (with ``embedding``) or ``[batch, time, dim]`` word
+            embeddings, starting with the start token (teacher forcing).
+        sequence_length: ``[batch]`` valid lengths; logits and ``sample_id`` are zero past them.
+        memory, memory_sequence_length: ``[batch, memory_time, memory_dim]`` and its lengths,
+            attended to by every block when ``cross_attention`` is true (required then).
+        decoding_strategy: ``train_greedy``, ``infer_greedy`` or ``infer_sample``.
+        embedding: ids -> vectors: a ``WordEmbedder`` (or a layer or callable), or a ``[vocab,
+            dim]`` matrix. Needed for ids and for inference.
+        start_tokens: ``[batch]`` first tokens for inference.
+        end_token: the int token that ends a sequence.
+        context: ``[batch, context_time]`` prompts, instead of ``start_tokens``: decoding starts
+            from ``context[:, 0]`` and the next ``context_sequence_length - 1`` tokens of each
+            example are forced (their logits are 0 for the forced token and ``-1e9`` for the
+            others), then the decoder continues on its own. ``sample_id`` and ``lengths``
+            include the forced tokens.
+        context_sequence_length: ``[batch]`` lengths of the prompts (default: all of them).
+        max_decoding_length: a Python int, the steps decoded (``None``:
+            ``max_decoding_length_infer``); the cache is preallocated to it.
+        softmax_temperature, top_k, top_p, seed: sampling, as in
+            :func:`~texkit.modules.decoders.sample_decode`.
+        training: Keras' training flag (dropout).
+
+    Returns:
+        ``(DecoderOutput(logits [batch, time, vocab] float32, sample_id [batch, time] int32),
+        (), lengths [batch] int32)``.
+
+    Example::
+
+        embedder = tx.modules.WordEmbedder(vocab_size=1000, hparams={"dim": 64})
+        decoder = tx.modules.TransformerDecoder(output_layer=embedder, hparams={
+            "dim": 64, "num_blocks": 2, "poswise_feedforward": {"dim": 256}})
+        outputs, _, _ = decoder(inputs=ids, sequence_length=lengths, embedding=embedder,
+                                memory=encoded, memory_sequence_length=source_lengths)
+        search = decoder.beam_search(4, 0.6, start_tokens=bos, end_token=eos,
+                                     embedding=embedder, memory=encoded,
+                                     memory_sequence_length=source_lengths)
+    """
+
+    HPARAMS_DOC = {
+        **{k: v for k, v in _Encoder.HPARAMS_DOC.items() if k not in ("norm", "name")},
+        "norm": "'pre' (layer norm, then sub-layer; a final layer norm after the last block) or "
+        "'post' (add, then layer norm; Vaswani et al.).",
+        "cross_attention": "Whether each block attends to a memory (translation); false makes a "
+        "decoder-only language model.",
+        "embedding_dropout": "Dropout on the scaled word plus position embeddings.",
+        "position_embedder.type": "'sinusoids' (fixed, any position) or 'learned' (a table of "
+        "position_size rows).",
+        "position_embedder.position_size": "Number of positions: required for 'learned'; for "
+        "'sinusoids', None computes them on the fly. Decoding lengths must stay within it.",
+        "position_embedder.max_timescale": "The sinusoids' base wavelength.",
+        "position_embedder.initializer": "Initializer of the learned table ({type, kwargs}).",
+        "scale_embeddings": "Multiply the word embeddings by sqrt(dim) (Vaswani et al., with "
+        "embeddings tied to the output layer); GPT-2 does not.",
+        "output_layer_bias": "Whether the output layer (Dense or tied) has a bias.",
+        "max_decoding_length_infer": "Steps decoded in inference and beam search when the call "
+        "gives no max_decoding_length (the cache is preallocated to it).",
+        "name": "Layer name.",
+    }
+
+    def __init__(
+        self,
+        vocab_size: int | None = None,
+        output_layer: Any = None,
+        hparams: Any = None,
+        **kwargs: Any,
+    ):
+        super().__init__(hparams, **kwargs)
+        hp = self.hparams
+        check_stack_hparams(hp)
+        check_positive_int(hp, "max_decoding_length_infer")
+        positions = hp.position_embedder
+        if positions.type not in _POSITION_TYPES:
+            raise HParamsError(
+                f"expected one of {_POSITION_TYPES}, got {positions.type!r}",
+                "position_embedder.type",
+            )
+        check_positive_int(hp, "position_embedder.position_size", optional=True)
+        if positions.type == "learned" and positions.position_size is None:
+            raise HParamsError(
+                "learned position embeddings need a position_size",
+                "position_embedder.position_size",
+            )
+        if isinstance(output_layer, dict):  # from get_config
+            output_layer = keras.saving.deserialize_keras_object(output_layer)
+        self._user_output_layer = output_layer
+        self._tied = isinstance(output_layer, WordEmbedder)
+        if self._tied:
+            if vocab_size is not None and vocab_size != output_layer.vocab_size:
+                raise ValueError(
+                    f"{self.name}: vocab_size={vocab_size} disagrees with the tied embedder's "
+                    f"vocab_size={output_layer.vocab_size}"
+                )
+            if output_layer.dim != hp.dim:
+                raise ValueError(
+                    f"{self.name}: the tied embedder has dim={output_layer.dim}, the decoder "
+                    f"dim={hp.dim}"
+                )
+            vocab_size = output_layer.vocab_size
+            output_layer = _TiedOutput(
+                output_layer, hp.output_layer_bias, name="output_layer", dtype=self.dtype_policy
+            )
+        elif output_layer is None:
+            if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
+                raise ValueError(
+                    f"{self.name}: vocab_size must be a positive int (or give output_layer), got "
+                    f"{vocab_size!r}"
+                )
+            output_layer = keras.layers.Dense(
+                vocab_size, use_bias=hp.output_layer_bias, name="output_layer",
+                dtype=self.dtype_policy,
+            )  # fmt: skip
+        elif not isinstance(output_layer, keras.layers.Layer):
+            raise TypeError(
+                f"{self.name}: output_layer must be a WordEmbedder (tied) or a Keras layer, got "
+                f"{type(output_layer).__name__}"
+            )
+        self.vocab_size = vocab_size
+        self.output_layer = output_layer
+
+        if positions.type == "sinusoids":
+            self.position_embedder = SinusoidsPositionEmbedder(
+                positions.position_size,
+                hparams={"dim": hp.dim, "max_timescale": positions.max_timescale},
+                name="position_embedder",
+                dtype=self.dtype_policy,
+            )
+        else:
+            self.position_embedder = PositionEmbedder(
+                positions.position_size,
+                hparams={"dim": hp.dim, "initializer": positions.initializer},
+                name="position_embedder",
+                dtype=self.dtype_policy,
+            )
+        initializer = get_initializer(hp.initializer)
+        self.blocks = [
+            _DecoderBlock(
+                hp,
+                initializer,
+                hp.norm,
+                hp.cross_attention,
+                name=f"block_{i}",
+                dtype=self.dtype_policy,
+            )  # fmt: skip
+            for i in range(hp.num_blocks)
+        ]
+        self.output_norm = None
+        if hp.norm == "pre":
+            self.output_norm = _layer_norm(hp.layer_norm_epsilon, "output_norm", self.dtype_policy)
+        self.seed_generator = keras.random.SeedGenerator() if hp.embedding_dropout > 0 else None
+
+    @classmethod
+    def default_hparams(cls) -> dict:
+        encoder = _Encoder.default_hparams()
+        return {
+            **{k: encoder[k] for k in ("dim", "num_blocks", "multihead_attention")},
+            "poswise_feedforward": encoder["poswise_feedforward"],
+            "cross_attention": True,
+            "embedding_dropout": 0.1,
+            "residual_dropout": 0.1,
+            "norm": "pre",
+            "layer_norm_epsilon": 1e-6,
+            "initializer": encoder["initializer"],
+            "position_embedder": {
+                "type": "sinusoids",
+                "position_size": None,
+                "max_timescale": 10000.0,
+                "initializer": {"type": "RandomNormal", "kwargs": {"stddev": 0.01}},
+            },
+            "scale_embeddings": True,
+            "output_layer_bias": False,
+            "max_decoding_length_infer": 64,
+            "name": "transformer_decoder",
+        }
+
+    def get_config(self) -> dict:
+        config = {**super().get_config(), "vocab_size": self.vocab_size}
+        if self._user_output_layer is not None:
+            if self._tied:
+                raise NotImplementedError(
+                    f"{self.name}: a decoder tied to a WordEmbedder cannot be rebuilt from its "
+                    "config alone; save the weights (checkpoints, save_weights), or use "
+                    "GPT2Decoder, which owns its embedder"
+                )
+            config["output_layer"] = keras.saving.serialize_keras_object(self._user_output_layer)
+        return config
+
+    # --- building -------------------------------------------------------------------------------
+
+    def build(self, inputs_shape: Any = None, *args: Any, **kwargs: Any) -> None:
+        memory_shape = kwargs.get("memory_shape")
+        if not self.hparams.cross_attention or memory_shape is not None:
+            self._build_parts(None if memory_shape is None else memory_shape[-1])
+        self.built = True
+
+    def _build_parts(self, memory_dim: int | None) -> None:
+        if self.blocks[0].built:
+            return
+        shape = (None, None, self.hparams.dim)
+        memory_shape = None if memory_dim is None else (None, None, memory_dim)
+        for block in self.blocks:
+            block.build(shape, memory_shape)
+        if not self.position_embedder.built:
+            self.position_embedder.build((None, None))
+        if self.output_norm is not None:
+            self.output_norm.build(shape)
+        if not self.output_layer.built:
+            self.output_layer.build(shape)
+
+    # --- pieces ---------------------------------------------------------------------------------
+
+    def _check_memory(self, memory: Any, memory_sequence_length: Any) -> tuple[Any, Any]:
+        if not self.hparams.cross_attention:
+            if memory is not None:
+                raise ValueError(
+                    f"{self.name}: got a memory, but cross_attention is false (a language model)"
+                )
+            return None, None
+        if memory is None:
+            raise ValueError(
+                f"{self.name}: needs `memory` [batch, memory_time, dim] (set cross_attention: "
+                "false for a decoder-only language model)"
+            )
+        memory = tf.cast(tf.convert_to_tensor(memory), self.compute_dtype)
+        if len(memory.shape) != 3 or memory.shape[-1] is None:
+            raise ValueError(
+                f"{self.name}: memory must be [batch, memory_time, dim] with a known dim, got "
+                f"shape {tuple(memory.shape)}"
+            )
+        if memory_sequence_length is not None:
+            memory_sequence_length = tf.cast(memory_sequence_length, tf.int32)
+        return memory, memory_sequence_length
+
+    def _word_embeddings(self, embedding: Any, ids: Any) -> Any:
+        if embedding is None:
+            raise ValueError(f"{self.name}: token ids need `embedding` (ids -> vectors)")
+        if callable(embedding):
+            return embedding(ids)
+        return tf.gather(embedding, ids)
+
+    def _check_positions(self, length: Any) -> None:
+        size = self.hparams.position_embedder.position_size
+        if size is not None and isinstance(length, int) and length > size:
+            raise ValueError(
+                f"{self.name}: {length} steps exceed position_embedder.position_size={size}"
+            )
+
+    def _embed(self, words: Any, positions: Any, training: Any) -> Any:
+        hp = self.hparams
+        if words.shape[-1] != hp.dim:
+            raise ValueError(
+                f"{self.name}: word embeddings have size {words.shape[-1]}, expected dim={hp.dim}"
+            )
+        x = tf.cast(words, self.compute_dtype)
+        if hp.scale_embeddings:
+            x = x * tf.cast(math.sqrt(hp.dim), self.compute_dtype)
+        x = x + self.position_embedder(positions=positions)
+        return _dropout(x, hp.embedding_dropout, training, self.seed_generator)
+
+    def _logits(self, x: Any) -> Any:
+        if self.output_norm is not None:
+            x = self.output_norm(x)
+        return tf.cast(self.output_layer(x), tf.float32)
+
+    # --- running --------------------------------------------------------------------------------
+
+    def call(
+        self,
+        inputs: Any = None,
+        sequence_length: Any = None,
+        memory: Any = None,
+        memory_sequence_length: Any = None,
+        decoding_strategy: str = "train_greedy",
+        embedding: Any = None,
+        start_tokens: Any = None,
+        end_token: Any = None,
+        context: Any = None,
+        context_sequence_length: Any = None,
+        max_decoding_length: int | None = None,
+        softmax_temperature: float = 1.0,
+        top_k: int = 0,
+        top_p: float = 1.0,
+        seed: Any = None,
+        training: Any = None,
+    ) -> tuple[DecoderOutput, tuple, Any]:
+        if decoding_strategy not in STRATEGIES:
+            raise ValueError(
+                f"{self.name}: decoding_strategy must be one of {STRATEGIES}, got "
+                f"{decoding_strategy!r}"
+            )
+        memory, memory_sequence_length = self._check_memory(memory, memory_sequence_length)
+        if decoding_strategy == "train_greedy":
+            return self._teacher_forcing(
+                inputs, sequence_length, embedding, memory, memory_sequence_length, training
+            )
+        if end_token is None:
+            raise ValueError(f"{self.name}: {decoding_strategy} needs end_token")
+        max_length = self._max_length(max_decoding_length)
+        step, state, start_tokens = self._inference_step(
+            embedding, start_tokens, context, context_sequence_length, memory,
+            memory_sequence_length, max_length, training,
+        )  # fmt: skip
+        if decoding_strategy == "infer_greedy":
+            result = greedy_decode(
+                step, start_tokens, end_token, max_length, state, vocab_size=self.vocab_size
+            )
+        else:
+            result = sample_decode(
+                step, start_tokens, end_token, max_length, state,
+                softmax_temperature=softmax_temperature, top_k=top_k, top_p=top_p, seed=seed,
+                vocab_size=self.vocab_size,
+            )  # fmt: skip
+        return DecoderOutput(result.logits, result.sample_id), (), result.lengths
+
+    def beam_search(
+        self,
+        beam_width: int,
+        length_penalty: float = 0.0,
+        start_tokens: Any = None,
+        end_token: Any = None,
+        max_decoding_length: int | None = None,
+        *,
+        embedding: Any = None,
+        memory: Any = None,
+        memory_sequence_length: Any = None,
+        context: Any = None,
+        context_sequence_length: Any = None,
+    ) -> BeamSearchOutput:
+        """Beam search (see :func:`~texkit.modules.decoders.beam_search`), in inference mode.
+
+        The arguments are those of the call (``start_tokens`` or ``context``); the memory, the
+        caches and the context are tiled to ``beam_width`` copies per example inside.
+
+        Returns:
+            :class:`~texkit.modules.decoders.BeamSearchOutput`: ``ids [batch, beam_width,
+            max_decoding_length]``, ``scores [batch, beam_width]``, ``lengths [batch,
+            beam_width]``, best first.
+        """
+        if end_token is None:
+            raise ValueError(f"{self.name}: beam_search needs end_token")
+        memory, memory_sequence_length = self._check_memory(memory, memory_sequence_length)
+        max_length = self._max_length(max_decoding_length)
+        step, state, start_tokens = self._inference_step(
+            embedding, start_tokens, context, context_sequence_length, memory,
+            memory_sequence_length, max_length, False,
+        )  # fmt: skip
+        return beam_search(
+            step, start_tokens, end_token, max_length, state, beam_width, length_penalty
+        )
+
+    def _max_length(self, max_decoding_length: int | None) -> int:
+        if max_decoding_length is None:
+            return self.hparams.max_decoding_length_infer
+        return max_decoding_length
+
+    def _inference_step(
+        self,
+        embedding: Any,
+        start_tokens: Any,
+        context: Any,
+        context_sequence_length: Any,
+        memory: Any,
+        memory_sequence_length: Any,
+        max_length: Any,
+        training: Any,
+    ) -> tuple[Any, dict, Any]:
+        """The step function over token ids, its initial state and the start tokens.
+
+        The state holds each block's cache (``[batch, heads, max_length, depth]``), the
+        projected memory and the context, so beam search tiles and reorders them all.
+        """
+        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
+            raise ValueError(
+                f"{self.name}: max_decoding_length must be a positive Python int (the cache is "
+                f"preallocated to it), got {max_length!r}"
+            )
+        self._check_positions(max_length)
+        if (start_tokens is None) == (context is None):
+            raise ValueError(f"{self.name}: give exactly one of start_tokens and context")
+        state: dict = {}
+        if context is not None:
+            context = tf.cast(tf.convert_to_tensor(context), tf.int32)
+            if len(context.shape) != 2:
+                raise ValueError(
+                    f"{self.name}: context must be [batch, time] token ids, got shape "
+                    f"{tuple(context.shape)}"
+                )
+            if context.shape[1] is not None and context.shape[1] > max_length:
+                raise ValueError(
+                    f"{self.name}: a context of {context.shape[1]} tokens does not fit in "
+                    f"max_decoding_length={max_length} steps"
+                )
+            start_tokens = context[:, 0]
+            if context_sequence_length is None:
+                context_sequence_length = tf.fill([batch_size_of(context)], tf.shape(context)[1])
+            state["context"] = context
+            state["context_length"] = tf.cast(context_sequence_length, tf.int32)
+        start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
+        batch = batch_size_of(start_tokens)
+        self._build_parts(None if memory is None else memory.shape[-1])
+        state["cache"] = [
+            block.self_attention.init_cache(batch, max_length) for block in self.blocks
+        ]
+        if memory is not None:
+            state["memory"] = [
+                block.cross_attention.project_memory(memory) for block in self.blocks
+            ]
+            if memory_sequence_length is None:
+                memory_sequence_length = tf.fill([batch_size_of(memory)], tf.shape(memory)[1])
+            state["memory_sequence_length"] = memory_sequence_length
+
+        def step(token_ids: Any, time: Any, loop_state: dict) -> tuple[Any, dict]:
+            words = self._word_embeddings(embedding, token_ids[:, None])
+            positions = tf.fill(tf.shape(token_ids[:, None]), time)
+            x = self._embed(words, positions, training)
+            bias = None
+            if "memory" in loop_state:
+                memory_kv = loop_state["memory"][0]
+                bias = attention_bias(
+                    1, tf.shape(memory_kv.keys)[2], loop_state["memory_sequence_length"]
+                )
+            caches = []
+            for index, block in enumerate(self.blocks):
+                memory_kv = loop_state["memory"][index] if "memory" in loop_state else None
+                x, cache = block.step(
+                    x, loop_state["cache"][index], time, memory_kv, bias, training
+                )
+                caches.append(cache)
+            logits = self._logits(x)[:, 0]
+            if "context" in loop_state:
+                logits = _force_context(
+                    logits, time, loop_state["context"], loop_state["context_length"]
+                )
+            return logits, {**loop_state, "cache": caches}
+
+        return step, state, start_tokens
+
+    def _teacher_forcing(
+        self,
+        inputs: Any,
+        sequence_length: Any,
+        embedding: Any,
+        memory: Any,
+        memory_sequence_length: Any,
+        training: Any,
+    ) -> tuple[DecoderOutput, tuple, Any]:
+        if inputs is None:
+            raise ValueError(f"{self.name}: train_greedy needs `inputs` (ids or embeddings)")
+        inputs = tf.convert_to_tensor(inputs)
+        if inputs.dtype.is_integer:
+            if len(inputs.shape) != 2:
+                raise ValueError(
+                    f"{self.name}: token ids must be [batch, time], got shape {tuple(inputs.shape)}"
+                )
+            inputs = self._word_embeddings(embedding, inputs)
+        if len(inputs.shape) != 3:
+            raise ValueError(
+                f"{self.name}: inputs must be [batch, time, dim] (or token ids with `embedding`), "
+                f"got shape {tuple(inputs.shape)}"
+            )
+        self._check_positions(inputs.shape[1])
+        self._build_parts(None if memory is None else memory.shape[-1])
+        batch, max_time = batch_size_of(inputs), tf.shape(inputs)[1]
+        if sequence_length is None:
+            sequence_length = tf.fill([batch], max_time)
+        sequence_length = tf.cast(sequence_length, tf.int32)
+        positions = tf.broadcast_to(tf.range(max_time)[None, :], [batch, max_time])
+        x = self._embed(inputs, positions, training)
+        for block in self.blocks:
+            x = block(
+                x, memory=memory, memory_sequence_length=memory_sequence_length, training=training
+            )
+        logits = self._logits(x)
+        valid = tf.sequence_mask(sequence_length, max_time)
+        logits = tf.where(valid[:, :, None], logits, 0.0)
+        sample_id = tf.where(valid, tf.argmax(logits, axis=-1, output_type=tf.int32), 0)
+        return DecoderOutput(logits, sample_id), (), sequence_length
+
+
+def _force_context(logits: Any, time: Any, context: Any, context_length: Any) -> Any:
+    """At step ``time``, rows whose context goes on past ``time`` get the logits of its next
+    token (0 for it, ``-1e9`` for every other), so every algorithm picks it with probability 1
+    and it adds nothing to a hypothesis' log-probability."""
+    position = time + 1
+    forced = position < context_length
+    index = tf.minimum(position, tf.shape(context)[1] - 1)
+    token = tf.gather(context, index, axis=1)
+    one_hot = tf.one_hot(token, tf.shape(logits)[-1], on_value=True, off_value=False)
+    return where_batch(forced, tf.where(one_hot, 0.0, _FORCED_OUT), logits)
