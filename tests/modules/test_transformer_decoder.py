@@ -77,34 +77,40 @@ def sinusoids(time, dim):
     return np.where(i % 2 == 0, np.sin(angle), np.cos(angle))
 
 
-def numpy_decoder(decoder, table, ids, memory=None, memory_lengths=None):
-    """The decoder's logits written out in NumPy from its weights (sinusoid positions, relu)."""
+def relu(x):
+    return np.maximum(x, 0)
+
+
+def numpy_decoder(decoder, table, ids, memory=None, memory_lengths=None, activation=relu):
+    """The decoder's logits written out in NumPy from its weights."""
     hp = decoder.hparams
-    x = table[ids] * np.sqrt(hp.dim) + sinusoids(ids.shape[1], hp.dim)[None]
+    if hp.position_embedder.type == "sinusoids":
+        positions = sinusoids(ids.shape[1], hp.dim)
+    else:
+        positions = decoder.position_embedder.embedding.numpy()[: ids.shape[1]]
+    scale = np.sqrt(hp.dim) if hp.scale_embeddings else 1.0
+    x = table[ids] * scale + positions[None]
 
     def sublayer(x, norm, fn):
         if hp.norm == "post":
             return layer_norm(x + fn(x), norm)
         return x + fn(layer_norm(x, norm))
 
-    for block in decoder.blocks:
+    def ffn(block, y):
+        inner = activation(y @ block.ffn_inner.kernel.numpy() + block.ffn_inner.bias.numpy())
+        return inner @ block.ffn_output.kernel.numpy() + block.ffn_output.bias.numpy()
+
+    for b in decoder.blocks:
         x = sublayer(
-            x,
-            block.attention_norm,
-            lambda y: numpy_attention(block.self_attention, y, y, None, True),
+            x, b.attention_norm, lambda y, b=b: numpy_attention(b.self_attention, y, y, None, True)
         )
         if memory is not None:
             x = sublayer(
                 x,
-                block.cross_attention_norm,
-                lambda y: numpy_attention(block.cross_attention, y, memory, memory_lengths),
+                b.cross_attention_norm,
+                lambda y, b=b: numpy_attention(b.cross_attention, y, memory, memory_lengths),
             )
-
-        def ffn(y):
-            inner = np.maximum(y @ block.ffn_inner.kernel.numpy() + block.ffn_inner.bias.numpy(), 0)
-            return inner @ block.ffn_output.kernel.numpy() + block.ffn_output.bias.numpy()
-
-        x = sublayer(x, block.ffn_norm, ffn)
+        x = sublayer(x, b.ffn_norm, lambda y, b=b: ffn(b, y))
     if hp.norm == "pre":
         x = layer_norm(x, decoder.output_norm)
     return x @ table.T

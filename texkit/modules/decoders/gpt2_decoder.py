@@ -50,11 +50,11 @@ class GPT2Decoder(ModuleBase):
 
     HPARAMS_DOC = {
         "vocab_size": "Number of tokens.",
-        "dim": "Model size: of the embeddings and of every block (sets decoder.dim).",
-        "embed": "The token WordEmbedder's hparams: initializer, dropout (its dim is set to "
-        "`dim`).",
-        "decoder": "The TransformerDecoder's hparams; the defaults are GPT-2 small's (its dim is "
-        "set to `dim`, and cross_attention to false).",
+        "dim": "Model size: of the embeddings and of every block (embed.dim and decoder.dim are "
+        "set to it).",
+        **{f"embed.{k}": v for k, v in WordEmbedder.HPARAMS_DOC.items()},
+        **{f"decoder.{k}": v for k, v in TransformerDecoder.HPARAMS_DOC.items()},
+        "decoder.cross_attention": "Always set to false: a language model has no memory.",
         "name": "Layer name.",
     }
 
