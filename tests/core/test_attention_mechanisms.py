@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from texkit import registry
-from texkit.core.attention import (
+from texkit.core.attention_mechanisms import (
     AttentionMechanism,
     BahdanauAttention,
     CosineAttention,

@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 import keras
 import tensorflow as tf
 
-from texkit.core.attention import AttentionMechanism
+from texkit.core.attention_mechanisms import AttentionMechanism
 from texkit.core.layers import (
     default_rnn_cell_hparams,
     get_activation,
@@ -499,9 +499,11 @@ class AttentionRNNDecoder(_RNNDecoderBase):
         a_t      = act(W [h_t; c_t])  if attention_layer_size else c_t
         logits_t = output_layer(a_t if output_attention else h_t)
 
-    ``mechanism`` is ``attention.type`` (:class:`~texkit.core.attention.LuongAttention`,
-    ``BahdanauAttention``, ``CosineAttention``, ``LocationAttention`` or a registered
-    :class:`~texkit.core.attention.AttentionMechanism`) built with ``attention.kwargs``. Padded
+    ``mechanism`` is ``attention.type``
+    (:class:`~texkit.core.attention_mechanisms.LuongAttention`, ``BahdanauAttention``,
+    ``CosineAttention``, ``LocationAttention`` or a registered
+    :class:`~texkit.core.attention_mechanisms.AttentionMechanism`) built with
+    ``attention.kwargs``. Padded
     memory steps (at or past ``memory_sequence_length``) get zero weight.
 
     The call takes ``memory [batch, memory_time, dim]`` and ``memory_sequence_length [batch]``
