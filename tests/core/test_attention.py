@@ -160,9 +160,9 @@ def test_projected_memory_equals_cross_attention():
     memory = RNG.normal(size=(2, 6, 7)).astype(np.float32)
     lengths = np.array([6, 3])
     want = layer(x, memory=memory, memory_sequence_length=lengths).numpy()
-    from texkit.core.attention import attention_bias
+    from texkit.core.attention import attention_mask
 
-    got = layer.attend(x, layer.project_memory(memory), attention_bias(4, 6, lengths))
+    got = layer.attend(x, layer.project_memory(memory), attention_mask(4, 6, lengths))
     np.testing.assert_allclose(got.numpy(), want, atol=1e-6)
 
 

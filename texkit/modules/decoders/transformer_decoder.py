@@ -37,7 +37,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from texkit.core.attention import MultiHeadAttention, attention_bias
+from texkit.core.attention import MultiHeadAttention, attention_mask
 from texkit.core.layers import get_initializer
 from texkit.hparams import HParamsError, check_positive_int
 from texkit.modules.base import ModuleBase
@@ -116,7 +116,7 @@ class _DecoderBlock(TransformerBlock):
         return self._feedforward(x, training)
 
     def step(
-        self, x: Any, cache: Any, time: Any, memory_kv: Any, memory_bias: Any, training: Any
+        self, x: Any, cache: Any, time: Any, memory_kv: Any, memory_mask: Any, training: Any
     ) -> tuple[Any, Any]:
         """Queries at steps ``time ..`` against the cache and the projected memory."""
         new_cache = []
@@ -129,7 +129,7 @@ class _DecoderBlock(TransformerBlock):
         x = self._residual(x, self.attention_norm, self_attend, training)
         x = self._attend_memory(
             x,
-            lambda y: self.cross_attention.attend(y, memory_kv, memory_bias, training=training),
+            lambda y: self.cross_attention.attend(y, memory_kv, memory_mask, training=training),
             training,
         )
         return self._feedforward(x, training), new_cache[0]
@@ -591,17 +591,17 @@ class TransformerDecoder(ModuleBase):
             words = self._word_embeddings(embedding, token_ids[:, None])
             positions = tf.fill(tf.shape(token_ids[:, None]), time)
             x = self._embed(words, positions, training)
-            bias = None
+            mask = None
             if "memory" in loop_state:
                 memory_kv = loop_state["memory"][0]
-                bias = attention_bias(
+                mask = attention_mask(
                     1, tf.shape(memory_kv.keys)[2], loop_state["memory_sequence_length"]
                 )
             caches = []
             for index, block in enumerate(self.blocks):
                 memory_kv = loop_state["memory"][index] if "memory" in loop_state else None
                 x, cache = block.step(
-                    x, loop_state["cache"][index], time, memory_kv, bias, training
+                    x, loop_state["cache"][index], time, memory_kv, mask, training
                 )
                 caches.append(cache)
             logits = self._logits(x)[:, 0]
