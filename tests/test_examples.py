@@ -19,6 +19,7 @@ import bible_corpus  # noqa: E402
 import sentence_classifier  # noqa: E402, F401  (registers the example's builders)
 import seq2seq_attn  # noqa: E402
 import testament_classifier  # noqa: E402, F401  (registers the example's builders)
+import transformer  # noqa: E402
 
 
 def test_bible_split_is_by_book_and_complete():
@@ -209,3 +210,63 @@ def test_seq2seq_attn_quick_mode_trains_translates_and_scores_with_sacrebleu(tmp
     assert result["bleu"] == pytest.approx(expected.score)
     # The run kept its checkpoints and its resolved configuration.
     assert (tmp_path / "run" / "hparams.yaml").exists()
+
+
+def test_transformer_quick_mode_trains_translates_resumes_and_scores_with_sacrebleu(tmp_path):
+    import sacrebleu
+
+    config = os.path.join(os.path.dirname(__file__), os.pardir, "hparams", "transformer.yaml")
+    args = ["--config", config, "--quick", f"run.model_dir={tmp_path / 'run'}", "run.verbose=0"]
+    result = transformer.main(args)
+    losses = result["history"]["loss"]
+    assert losses[-1] < losses[0]  # 20 steps on 600 verses: the loss falls
+    test_verses = bible_corpus.load_bible()["test"][:24]
+    assert result["references"] == [verse.english for verse in test_verses]
+    assert len(result["hypotheses"]) == 24
+    assert all(isinstance(h, str) and "<EOS>" not in h for h in result["hypotheses"])
+    expected = sacrebleu.corpus_bleu(
+        result["hypotheses"], [result["references"]], lowercase=True, force=True
+    )
+    assert result["bleu"] == pytest.approx(expected.score)
+    # The decoder tied to the target embedder has no config of its own, yet the checkpoints hold
+    # every weight: a longer run resumes at step 20 and trains one more interval.
+    resumed = transformer.main([*args, "run.train_steps=30"])
+    assert len(resumed["history"]["loss"]) == 1
+    assert resumed["history"]["loss"][0] < losses[0]
+    assert (tmp_path / "run" / "ckpt-30.index").exists()
+
+
+def test_language_model_quick_mode_reports_the_exact_held_out_perplexity(tmp_path):
+    import language_model
+
+    config = os.path.join(os.path.dirname(__file__), os.pardir, "hparams", "language_model.yaml")
+    result = language_model.main(
+        ["--config", config, "--quick", f"run.model_dir={tmp_path / 'run'}", "run.verbose=0"]
+    )
+    # Every token of the 8 test articles, and each article's end, is a target exactly once.
+    articles = bbc_news.load_bbc_news().test[:8]
+    targets = sum(len(sentence_classifier.tokenize(a.text).split()) + 1 for a in articles)
+    assert result["tokens"]["test"] == targets
+    assert all(np.isfinite(result["unigram"][split]) for split in ("dev", "test"))
+    for name in ("lstm", "transformer"):
+        outcome = result["models"][name]
+        losses = outcome["history"]["loss"]
+        assert losses[-1] < losses[0]  # 30 steps on 60 articles: the loss falls
+        # exp(total NLL / tokens), recomputed with NumPy from the trained model's logits.
+        total, tokens = 0.0, 0
+        for features, labels in result["data"]["test"]:
+            logits = outcome["trainer"].model.predict_on_batch(features).astype(np.float64)
+            top = logits.max(axis=-1, keepdims=True)
+            log_probs = logits - top - np.log(np.exp(logits - top).sum(axis=-1, keepdims=True))
+            picked = np.take_along_axis(log_probs, labels.numpy()[..., None], axis=-1)[..., 0]
+            valid = np.arange(labels.shape[1])[None, :] < features["length"].numpy()[:, None]
+            total -= picked[valid].sum()
+            tokens += int(valid.sum())
+        assert tokens == targets == outcome["test"]["tokens"]
+        assert outcome["test"]["perplexity"] == pytest.approx(np.exp(total / tokens), rel=1e-4)
+        assert np.isfinite(outcome["dev"]["perplexity"])
+        prompts = ("the government said | ", "the film | ")
+        assert [s[: len(p)] for s, p in zip(outcome["samples"], prompts, strict=True)] == [*prompts]
+        assert all(isinstance(s, str) and "<EOS>" not in s for s in outcome["samples"])
+        # Each model kept its checkpoints and its resolved configuration in its own folder.
+        assert (tmp_path / "run" / name / "hparams.yaml").exists()
