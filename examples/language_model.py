@@ -30,7 +30,8 @@ sequence_sparse_softmax_cross_entropy`` (the mean NLL per token of a batch):
 At the end both continue a few prompts by nucleus sampling (``top_p``), the Transformer through
 ``GPT2Decoder``'s forced ``context``, the LSTM from the state its teacher-forced prompt left.
 
-Measured on 2 CPU cores with ``hparams/language_model.yaml``: RESULTS.
+The figures of a full run with ``hparams/language_model.yaml`` are not recorded yet (its settings are
+still being tuned); ``--quick`` runs the whole path in a test.
 
     python examples/language_model.py --config hparams/language_model.yaml
     python examples/language_model.py --config hparams/language_model.yaml --models lstm

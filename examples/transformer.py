@@ -19,7 +19,8 @@ trained through ``tx.run.Trainer`` (checkpoints, resume, distribution strategies
 translates the test books with beam search (the decoder keeps a key/value cache), reports BLEU
 with sacrebleu against the original English verses and prints a few translations.
 
-Measured on 2 CPU cores with ``hparams/transformer.yaml``: RESULTS.
+The figures of a full run with ``hparams/transformer.yaml`` are not recorded yet (its settings are
+still being tuned); ``--quick`` runs the whole path in a test.
 
     python examples/transformer.py --config hparams/transformer.yaml
     python examples/transformer.py --config hparams/transformer.yaml --quick
