@@ -112,6 +112,28 @@ def test_sequences_end_independently():
     np.testing.assert_array_equal(out.final_state["steps"], [3, 1])
 
 
+@pytest.mark.parametrize("decode", ["greedy", "sample"])
+def test_unfrozen_state_decodes_the_same_and_keeps_stepping(decode):
+    # Without freezing, the outputs are unchanged; only the state goes on past each end.
+    table = np.full((5, 5), -5.0, np.float32)
+    table[0, 2] = table[2, 3] = table[3, END] = 5.0
+    table[4, END] = 5.0
+    if decode == "greedy":
+        args = (greedy_decode, markov_step(table), [0, 4], END, 6, initial_state(2))
+        kwargs = {}
+    else:
+        args = (sample_decode, markov_step(table), [0, 4], END, 6, initial_state(2))
+        kwargs = {"top_k": 2, "seed": 3}
+    frozen = run(*args, **kwargs)
+    unfrozen = run(*args, **kwargs, freeze_state=False)
+    for field in ("sample_id", "logits", "lengths"):
+        np.testing.assert_array_equal(getattr(unfrozen, field), getattr(frozen, field))
+    np.testing.assert_array_equal(frozen.final_state["steps"], frozen.lengths)
+    # The loop ran until the longest sequence ended, and every row's state took every step.
+    assert frozen.lengths.min() < frozen.lengths.max()
+    np.testing.assert_array_equal(unfrozen.final_state["steps"], [frozen.lengths.max()] * 2)
+
+
 def test_no_end_token_stops_at_max_length():
     table = np.zeros((4, 4), np.float32)
     table[:, 2] = 9.0

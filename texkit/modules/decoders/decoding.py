@@ -190,6 +190,7 @@ def _decode(
     max_decoding_length: int,
     initial_state: Any,
     vocab_size: int | None,
+    freeze_state: bool,
 ) -> DecodeResult:
     """The loop shared by greedy decoding and sampling: ``choose(logits, time) -> ids``."""
     max_length = _check_length(max_decoding_length)
@@ -206,9 +207,11 @@ def _decode(
         logits_buffer = logits_buffer.write(
             time, where_batch(finished, tf.zeros_like(logits), logits)
         )
-        state = tf.nest.map_structure(
-            lambda new, old: where_batch(finished, old, new), new_state, state
-        )
+        if freeze_state:
+            new_state = tf.nest.map_structure(
+                lambda new, old: where_batch(finished, old, new), new_state, state
+            )
+        state = new_state
         lengths = tf.where(finished, lengths, time + 1)
         finished = tf.logical_or(finished, tf.equal(chosen, end_token))
         return time + 1, chosen, finished, lengths, ids, logits_buffer, state
@@ -257,6 +260,7 @@ def greedy_decode(
     max_decoding_length: int,
     initial_state: Any,
     vocab_size: int | None = None,
+    freeze_state: bool = True,
 ) -> DecodeResult:
     """Greedy decoding: the most likely token at every step.
 
@@ -268,6 +272,11 @@ def greedy_decode(
         initial_state: the step function's state before the first step.
         vocab_size: the size of the logits (a Python int), when known: it makes the logits'
             shape static.
+        freeze_state: keep each sequence's state as it was when the sequence ended, so that
+            ``final_state`` is every sequence's own last state (default). A caller that discards
+            the final state passes ``False``: a state as large as a Transformer's key/value
+            caches is then not selected row by row at every step (which under XLA would also
+            turn the caches' in-place writes into copies).
     """
     return _decode(
         step,
@@ -277,6 +286,7 @@ def greedy_decode(
         max_decoding_length,
         initial_state,
         vocab_size,
+        freeze_state,
     )
 
 
@@ -291,13 +301,14 @@ def sample_decode(
     top_p: float = 1.0,
     seed: Any = None,
     vocab_size: int | None = None,
+    freeze_state: bool = True,
 ) -> DecodeResult:
     """Sampling: each token drawn from ``softmax(logits / softmax_temperature)``, optionally
     restricted to the ``top_k`` most likely tokens and then to the top-``top_p`` nucleus.
 
     Args:
-        step, start_tokens, end_token, max_decoding_length, initial_state, vocab_size: as in
-            :func:`greedy_decode`.
+        step, start_tokens, end_token, max_decoding_length, initial_state, vocab_size,
+            freeze_state: as in :func:`greedy_decode`.
         softmax_temperature: positive; below 1 sharpens, above 1 flattens the distribution.
         top_k: keep the ``top_k`` most likely tokens (0: all).
         top_p: keep the smallest set of tokens whose mass reaches ``top_p`` (1: all).
@@ -317,7 +328,14 @@ def sample_decode(
         return tf.random.stateless_categorical(logits, 1, step_seed, dtype=tf.int32)[:, 0]
 
     return _decode(
-        step, choose, start_tokens, end_token, max_decoding_length, initial_state, vocab_size
+        step,
+        choose,
+        start_tokens,
+        end_token,
+        max_decoding_length,
+        initial_state,
+        vocab_size,
+        freeze_state,
     )
 
 
