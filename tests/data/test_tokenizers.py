@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from texkit.data import BERTTokenizer
 from texkit.data.tokenizers import _longest_first
+from texkit.pretrained import CheckpointError
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "minilm" / "reference.json"
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -201,6 +202,14 @@ def test_from_pretrained_reads_do_lower_case(tokenizer, tmp_path):
     with pytest.raises(ValueError, match="pass lowercase"):
         BERTTokenizer.from_pretrained(tmp_path)
     assert not BERTTokenizer.from_pretrained(tmp_path, lowercase=False).lowercase
+
+
+def test_from_pretrained_resolves_packaged_names_like_the_encoder(tokenizer, tmp_path):
+    # The name the encoder accepts gives the same folder's vocabulary.
+    tok = BERTTokenizer.from_pretrained("all-MiniLM-L6-v2")
+    assert tok.vocab == tokenizer.vocab and tok.lowercase
+    with pytest.raises(CheckpointError, match="no-such-model"):
+        BERTTokenizer.from_pretrained("no-such-model")
 
 
 # -- handmade vocabularies ----------------------------------------------------------------------

