@@ -29,12 +29,29 @@ __all__ = [
     "KVCache",
     "MultiHeadAttention",
     "attention_mask",
+    "dense_2d",
     "sequence_mask",
 ]
 
 # The score of a masked step: exp() of it underflows to exactly 0 in float32, so the step gets
 # zero weight, and a row with every step masked stays finite (uniform weights).
 MASK_BIAS = -1e9
+
+
+def dense_2d(dense: keras.layers.Dense, x: Any) -> Any:
+    """``dense(x)`` for ``x [..., input_dim]``, computed on ``x`` folded to ``[-1, input_dim]``.
+
+    The same values, but the graph holds the matrix product, the bias add and the activation
+    next to each other, with no reshape between them, so TensorFlow's CPU graph optimizer fuses
+    them into one oneDNN kernel (``_MklFusedMatMul``); on a 3-D input Keras reshapes between the
+    product and the bias add, and the three run as separate ops. Symbolic (Keras functional)
+    inputs are passed through as they are.
+    """
+    if isinstance(x, keras.KerasTensor) or len(x.shape) == 2:
+        return dense(x)
+    leading = ops.shape(x)[:-1]
+    y = dense(ops.reshape(x, (-1, x.shape[-1])))
+    return ops.reshape(y, (*leading, dense.units))
 
 
 def sequence_mask(sequence_length: Any, max_time: Any) -> Any:
@@ -183,7 +200,10 @@ class MultiHeadAttention(ModuleBase):
         """The keys and values of ``memory [batch, time, memory_dim]``, ``[batch, heads, time,
         depth]`` each; :meth:`attend` attends to them."""
         self._check_built("project_memory")
-        return KVCache(self._split_heads(self.key(memory)), self._split_heads(self.value(memory)))
+        return KVCache(
+            self._split_heads(dense_2d(self.key, memory)),
+            self._split_heads(dense_2d(self.value, memory)),
+        )
 
     def attend(self, queries: Any, kv: KVCache, mask: Any = None, training: Any = None) -> Any:
         """Attention of ``queries [batch, query_time, input_dim]`` to projected keys and values.
@@ -193,13 +213,22 @@ class MultiHeadAttention(ModuleBase):
         """
         self._check_built("attend")
         hp = self.hparams
-        q = self._split_heads(self.query(queries)) * ops.cast(self.depth**-0.5, self.compute_dtype)
-        scores = ops.cast(ops.matmul(q, ops.transpose(kv.keys, (0, 1, 3, 2))), "float32")
-        if mask is not None:
-            # Masked scores are replaced, not biased: TensorFlow's CPU build fuses a matmul with a
-            # following Add of a [1, 1, t, t] causal bias into a oneDNN kernel about 70x slower
-            # than the matmul alone (measured in a tf.function: 2.1 s instead of 28 ms for
-            # 8 x 128 x 512); a select is never fused. It also keeps NaN in padding out.
+        q = self._split_heads(dense_2d(self.query, queries))
+        scale = ops.cast(self.depth**-0.5, self.compute_dtype)
+        keys = ops.transpose(kv.keys, (0, 1, 3, 2))
+        if mask is not None and mask.shape[-2] == 1:
+            # A padding mask, the same for every query: an additive bias [batch, 1, 1, memory]
+            # after the scaled product, which TensorFlow's CPU build fuses with the matmul into
+            # one oneDNN kernel (_MklFusedBatchMatMulV2: product, scale and bias in one pass).
+            bias = ops.where(mask, 0.0, MASK_BIAS)  # float32
+            scores = ops.cast(ops.matmul(q, keys) * scale, "float32") + bias
+        else:
+            scores = ops.cast(ops.matmul(q * scale, keys), "float32")
+        if mask is not None and mask.shape[-2] != 1:
+            # A mask per query (causal) replaces masked scores instead: the same fusion with a
+            # [1, 1, t, t] bias selects oneDNN's reference kernel, about 70x slower than the
+            # matmul alone (measured in a tf.function: 2.1 s instead of 28 ms for 8 x 128 x
+            # 512); a select is never fused.
             scores = ops.where(mask, scores, MASK_BIAS)
         # tf.nn.softmax: Keras' softmax warns about a single memory step, a decoder's first.
         weights = tf.nn.softmax(scores, axis=-1)
@@ -207,8 +236,8 @@ class MultiHeadAttention(ModuleBase):
             weights = keras.random.dropout(weights, hp.dropout_rate, seed=self.seed_generator)
         context = ops.matmul(ops.cast(weights, self.compute_dtype), kv.values)
         batch, time = ops.shape(queries)[0], ops.shape(queries)[1]
-        context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (batch, time, hp.num_units))
-        return self.output_dense(context)
+        context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (-1, hp.num_units))
+        return ops.reshape(self.output_dense(context), (batch, time, self.output_dense.units))
 
     def call(
         self,

@@ -19,7 +19,7 @@ from typing import Any
 
 import keras
 
-from texkit.core.attention import MultiHeadAttention
+from texkit.core.attention import MultiHeadAttention, dense_2d
 from texkit.core.layers import get_activation, get_initializer
 from texkit.hparams import HParamsError, check_positive, check_positive_int, check_rate
 from texkit.modules.base import ModuleBase
@@ -115,7 +115,10 @@ class TransformerBlock(keras.layers.Layer):
 
     def _feedforward(self, x: Any, training: Any) -> Any:
         return self._residual(
-            x, self.ffn_norm, lambda y: self.ffn_output(self.ffn_inner(y)), training
+            x,
+            self.ffn_norm,
+            lambda y: dense_2d(self.ffn_output, dense_2d(self.ffn_inner, y)),
+            training,
         )
 
     def call(self, x: Any, sequence_length: Any = None, training: Any = None) -> Any:
