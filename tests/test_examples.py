@@ -240,9 +240,10 @@ def test_language_model_quick_mode_reports_the_exact_held_out_perplexity(tmp_pat
     import language_model
 
     config = os.path.join(os.path.dirname(__file__), os.pardir, "hparams", "language_model.yaml")
-    result = language_model.main(
-        ["--config", config, "--quick", f"run.model_dir={tmp_path / 'run'}", "run.verbose=0"]
-    )
+    # The Transformer trains in mixed precision, the LSTM in float32.
+    overrides = [f"run.model_dir={tmp_path / 'run'}", "run.verbose=0"]
+    overrides += ["models.transformer.run.precision=mixed_bfloat16"]
+    result = language_model.main(["--config", config, "--quick", *overrides])
     # Every token of the 8 test articles, and each article's end, is a target exactly once.
     articles = bbc_news.load_bbc_news().test[:8]
     targets = sum(len(sentence_classifier.tokenize(a.text).split()) + 1 for a in articles)
@@ -252,10 +253,18 @@ def test_language_model_quick_mode_reports_the_exact_held_out_perplexity(tmp_pat
         outcome = result["models"][name]
         losses = outcome["history"]["loss"]
         assert losses[-1] < losses[0]  # 30 steps on 60 articles: the loss falls
-        # exp(total NLL / tokens), recomputed with NumPy from the trained model's logits.
+        # The evaluated model is the trained one, or after mixed-precision training a float32
+        # copy of it.
+        trained, evaluated = outcome["trainer"].model, outcome["model"]
+        assert trained.dtype_policy.compute_dtype == {"lstm": "float32"}.get(name, "bfloat16")
+        assert (evaluated is trained) == (name == "lstm")
+        assert evaluated.dtype_policy.compute_dtype == "float32"
+        for trained_weight, weight in zip(trained.weights, evaluated.weights, strict=True):
+            np.testing.assert_array_equal(trained_weight.numpy(), weight.numpy())
+        # exp(total NLL / tokens), recomputed with NumPy from its logits.
         total, tokens = 0.0, 0
         for features, labels in result["data"]["test"]:
-            logits = outcome["trainer"].model.predict_on_batch(features).astype(np.float64)
+            logits = evaluated.predict_on_batch(features).astype(np.float64)
             top = logits.max(axis=-1, keepdims=True)
             log_probs = logits - top - np.log(np.exp(logits - top).sum(axis=-1, keepdims=True))
             picked = np.take_along_axis(log_probs, labels.numpy()[..., None], axis=-1)[..., 0]
