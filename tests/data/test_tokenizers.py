@@ -17,7 +17,13 @@ import pytest
 import tensorflow as tf
 
 from texkit.data import BERTTokenizer
-from texkit.data.tokenizers import _longest_first
+from texkit.data._text_normalization import (
+    _BLOCK_BITS,
+    _NO_VALUE,
+    _lookup_tables,
+    _unicode_tables,
+)
+from texkit.data.tokenizers import _longest_first, _truncate
 from texkit.pretrained import CheckpointError
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "minilm" / "reference.json"
@@ -300,3 +306,115 @@ def test_bad_arguments_are_named(tmp_path):
     encode = tf.function(small.encode, input_signature=[tf.TensorSpec([None], tf.string)] * 2)
     with pytest.raises(tf.errors.InvalidArgumentError, match="differ in batch size"):
         encode(tf.constant(["a", "b"]), tf.constant(["c", "d", "e"]))
+
+
+# -- the ASCII fast path ------------------------------------------------------------------------
+
+# Every printable ASCII character as a word and as a continuation, so the ids spell the words.
+ASCII_VOCAB = (
+    SPECIALS + [chr(cp) for cp in range(33, 127)] + ["##" + chr(cp) for cp in range(33, 127)]
+)
+ASCII_VOCAB += ["ab", "##ab", "Ab", "word", "##word", "é", "##é", "ж", "##ж"]
+# Tokens no word matches: with punctuation (the fast path's wordpiece model leaves them out) and
+# with whitespace (which it must not see: "a b" made it give [UNK] for "a" before a space).
+ASCII_VOCAB += ["a.b", "...", "[unused0]", "##a.", "a b", "##b\ta", "Ab\u00a0"]
+ASCII_VOCAB.append("\x80" + str(ASCII_VOCAB.index("a b")))  # what the fast path puts for "a b"
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["uncased", "cased"])
+def ascii_tokenizer(request, tmp_path_factory):
+    path = write_vocab(tmp_path_factory.mktemp("ascii"), ASCII_VOCAB)
+    return BERTTokenizer(path, lowercase=request.param)
+
+
+def both_paths(tok, texts):
+    """The ids of the ASCII fast path and of the per-code-point table, as lists."""
+    texts = tf.constant(texts)
+    return tok._tokenize_ascii(texts).to_list(), tok._tokenize_table(texts).to_list()
+
+
+def test_ascii_fast_path_equals_the_table_on_every_ascii_character(ascii_tokenizer):
+    tok = ascii_tokenizer
+    texts = []
+    for cp in range(128):
+        c = chr(cp)
+        texts += [c, c * 3, f"a{c}b", f"Ab{c}", f"{c}ab", f"A {c} B", f"word{c}{c}Word", f"x{c}\ty"]
+    fast, table = both_paths(tok, texts)
+    for text, got, expected in zip(texts, fast, table, strict=True):
+        assert got == expected, repr(text)
+    # And through tokenize, which routes the rows.
+    assert tok.tokenize(texts).to_list() == table
+
+
+def test_ascii_fast_path_equals_the_table_on_random_ascii(ascii_tokenizer, tmp_path):
+    rng = np.random.default_rng(0)
+    # All 128 characters, letters and spaces more often, so that there are words.
+    alphabet = [chr(cp) for cp in range(128)] + list("abcABC  ") * 8
+    texts = ["".join(rng.choice(alphabet, size=rng.integers(0, 40))) for _ in range(3000)]
+    fast, table = both_paths(ascii_tokenizer, texts)
+    for text, got, expected in zip(texts, fast, table, strict=True):
+        assert got == expected, repr(text)
+    # The word limit, hit often: ASCII counts bytes, the table characters.
+    short = BERTTokenizer(
+        ascii_tokenizer.vocab_file, lowercase=ascii_tokenizer.lowercase, max_chars_per_word=3
+    )
+    fast, table = both_paths(short, texts)
+    assert fast == table
+    assert any(short.unk_id in ids for ids in table)
+
+
+def test_mixed_batches_keep_their_order_and_equal_one_row_at_a_time(ascii_tokenizer):
+    tok = ascii_tokenizer
+    rows = [
+        "Hello, world!",
+        "Café, école",
+        "",
+        b"caf\xffe ab",  # not UTF-8: the table path
+        "plain ASCII\x07 text\n",
+        "жж ab",
+        "\u3000ab\u00a0Ab",
+        "ab" * 60 + " ab",
+        "é" + "a" * 120,
+    ]
+    one_by_one = [tok.tokenize(row).numpy().tolist() for row in rows]
+    graph = tf.function(tok.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
+    for order in ([*range(len(rows))], [*reversed(range(len(rows)))], [1, 3, 0, 5, 2, 4, 8, 6, 7]):
+        batch = [rows[i] for i in order]
+        expected = [one_by_one[i] for i in order]
+        assert tok.tokenize(batch).to_list() == expected
+        assert graph(tf.constant(batch)).to_list() == expected
+        assert tok._tokenize_table(tf.constant(batch)).to_list() == expected
+    for batch in ([r for r in rows if isinstance(r, str) and r.isascii()], rows[1:2], []):
+        ids = tok.tokenize(tf.constant(batch, tf.string, shape=[len(batch)]))
+        expected = tok._tokenize_table(tf.constant(batch, tf.string)).to_list()
+        assert ids.to_list() == expected
+        assert graph(tf.constant(batch, tf.string, shape=[len(batch)])).to_list() == expected
+        assert ids.shape[0] == len(batch)
+
+
+def test_words_longer_than_the_limit_become_unk_on_the_table_path(tmp_path):
+    tok = BERTTokenizer(write_vocab(tmp_path, SPECIALS + ["a", "##a", "ж", "##ж"]))
+    # Not ASCII, so these take the table; the limit counts characters there too.
+    assert pieces(tok, "ж" + "a" * 99) == ["ж"] + ["##a"] * 99
+    assert pieces(tok, "ж" + "a" * 100 + " ж") == ["[UNK]", "ж"]
+    assert pieces(tok, "ж" * 101) == ["[UNK]"]
+
+
+def test_truncate_keeps_the_first_ids_of_each_row():
+    ids = tf.ragged.constant([[1, 2, 3], [], [4, 5], [6]], tf.int32)
+    kept = _truncate(ids, tf.constant([2, 0, 2, 0], tf.int32))
+    assert kept.to_list() == [[1, 2], [], [4, 5], []]
+
+
+@pytest.mark.parametrize("lowercase", [True, False], ids=["uncased", "cased"])
+def test_lookup_tables_give_every_code_point_its_table_row(lowercase):
+    tables, lookup = _unicode_tables(lowercase), _lookup_tables(lowercase)
+    cp = np.arange(0x110000)
+    expected = tables.range_rows[np.searchsorted(tables.range_starts, cp, side="right") - 1]
+    block = lookup.block_index[cp >> _BLOCK_BITS]
+    rows = lookup.block_rows[block + (cp & (2**_BLOCK_BITS - 1))]
+    np.testing.assert_array_equal(rows, expected)
+    for row, length in enumerate(lookup.row_lengths):
+        values = tables.row_values[tables.row_splits[row] : tables.row_splits[row + 1]]
+        assert lookup.row_values[row, :length].tolist() == values.tolist()
+        assert (lookup.row_values[row, length:] == _NO_VALUE).all()

@@ -177,3 +177,41 @@ def _final_sigma_pattern() -> str:
     skip = _char_class(_ranges(skipped))
     stop = _char_class(_ranges(~(cased | skipped)))
     return f"({before}{skip}*){_SIGMA}({skip}*(?:{stop}|$))"
+
+
+_BLOCK_BITS = 8  # code points per block of :func:`_lookup_tables`: 2 ** _BLOCK_BITS
+_NO_VALUE = -2  # in a row of _Lookup.row_values: no code point (rows are padded to one width)
+
+
+@dataclass(frozen=True)
+class _Lookup:
+    """:class:`_Tables` as arrays that a few gathers read, without a search or ragged rows.
+
+    The row of code point ``cp`` is ``block_rows[block_index[cp >> _BLOCK_BITS] + (cp & mask)]``
+    (the distinct blocks of ``2 ** _BLOCK_BITS`` code points, stored once each); its code points
+    are ``row_values[row]`` (``_KEEP``: ``cp`` itself), padded with ``_NO_VALUE`` to the widest
+    row, ``row_lengths[row]`` of them.
+    """
+
+    block_index: np.ndarray
+    block_rows: np.ndarray
+    row_values: np.ndarray
+    row_lengths: np.ndarray
+
+
+@functools.lru_cache(maxsize=2)
+def _lookup_tables(lowercase: bool) -> _Lookup:
+    tables = _unicode_tables(lowercase)
+    ranges = np.searchsorted(tables.range_starts, np.arange(_NUM_CODE_POINTS), side="right") - 1
+    blocks = tables.range_rows[ranges].reshape(-1, 2**_BLOCK_BITS)
+    unique, index = np.unique(blocks, axis=0, return_inverse=True)
+    row_lengths = np.diff(tables.row_splits).astype(np.int32)
+    row_values = np.full((len(row_lengths), max(1, int(row_lengths.max()))), _NO_VALUE, np.int32)
+    for row, (start, length) in enumerate(zip(tables.row_splits[:-1], row_lengths, strict=True)):
+        row_values[row, :length] = tables.row_values[start : start + length]
+    return _Lookup(
+        block_index=(index.reshape(-1) * 2**_BLOCK_BITS).astype(np.int32),
+        block_rows=unique.reshape(-1).astype(np.int32),
+        row_values=row_values,
+        row_lengths=row_lengths,
+    )
