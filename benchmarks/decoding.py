@@ -18,8 +18,8 @@ prefix t attends to t positions and gives the logits of token t + 1):
   every step recomputes the whole prefix;
 * generating N tokens with the cache: the decoder's real greedy loop (``decoder(decoding_strategy=
   "infer_greedy", max_decoding_length=N, end_token=-1)``; -1 is never chosen, so all N steps run),
-  total time. Besides the steps, that loop selects, at every step, the old state over the new one
-  for finished rows (a ``where`` over the whole cache), which the step figures leave out. Without
+  total time (the loop adds the token choice and the bookkeeping of finished rows; it does not
+  select finished rows' caches, which the decoder discards, ``freeze_state=False``). Without
   the cache the total is the sum over t = 1 .. N of the per-step time, from a least-squares fit
   ``a + b t + c t^2`` (the cost model of recomputing a prefix: projections grow with t,
   attention with t^2) to the measured per-step times: an estimate, marked so, and a favourable
