@@ -40,7 +40,6 @@ import dataclasses
 import os
 import platform
 import sys
-import time
 from collections.abc import Callable
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -50,6 +49,9 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import texkit as tx  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import measure  # noqa: E402
 
 QUICK = {"dim": 64, "blocks": 2, "heads": 2, "ffn": 128, "vocab": 1000, "batch": 2}
 QUICK_PREFIXES = "8,16"
@@ -67,20 +69,9 @@ class Case:
     per: int = 1
     samples: list[float] = dataclasses.field(default_factory=list)
 
-
-def measure(cases: list[Case], repeats: int, budget: float) -> None:
-    """Warm every case up (tracing, compiling), then time them in ``repeats`` interleaved rounds,
-    so that a burst of load from other processes hits every case alike; a case stops being
-    timed once its runs have taken ``budget`` seconds."""
-    for case in cases:
-        case.run()
-    for _ in range(repeats):
-        for case in cases:
-            if case.samples and sum(case.samples) > budget:
-                continue
-            start = time.perf_counter()
-            case.run()
-            case.samples.append(time.perf_counter() - start)
+    @property
+    def name(self) -> str:
+        return f"{self.row}, {self.column}"
 
 
 def quadratic_sum(prefixes: list[int], seconds: list[float], length: int) -> float:
