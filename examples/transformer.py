@@ -19,8 +19,12 @@ trained through ``tx.run.Trainer`` (checkpoints, resume, distribution strategies
 translates the test books with beam search (the decoder keeps a key/value cache), reports BLEU
 with sacrebleu against the original English verses and prints a few translations.
 
-The figures of a full run with ``hparams/transformer.yaml`` are not recorded yet (its settings are
-still being tuned); ``--quick`` runs the whole path in a test.
+Measured on 2 CPU cores with ``hparams/transformer.yaml`` (2 + 2 blocks of 256 dims, 6,478,848
+parameters, 2,800 steps of 64 pairs in bfloat16, about 6 passes over the 30,047 training verses):
+**test BLEU 25.16** on the 699 verses of the 7 unseen books (1-4 gram precisions
+57.7/31.6/18.7/11.7), dev loss 66.8 per verse, 18.5 minutes from start to end (17.8 of them
+training). The RNN example (``seq2seq_attn.py``) reaches 22.65 on the same books in 16.5 minutes.
+An example: *y habitaron allí unos diez años* -> "and they dwelt there ten years ."
 
     python examples/transformer.py --config hparams/transformer.yaml
     python examples/transformer.py --config hparams/transformer.yaml --quick
