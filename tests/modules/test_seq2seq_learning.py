@@ -164,6 +164,8 @@ def test_attention_seq2seq_learns_to_reverse_sequences():
 
 def test_transformer_learns_to_reverse_sequences():
     keras.utils.set_random_seed(0)
-    schedule = tx.run.schedules.InverseSquareRootDecay(5e-3, warmup_steps=50)
+    # A peak rate of 5e-3 for 300 steps ended anywhere from 93% to 99.6% exact match depending on
+    # float rounding (fused kernels); 3e-3 for 400 steps gave 98.4-99.4% over seeds 0, 1 and 2.
+    schedule = tx.run.schedules.InverseSquareRootDecay(3e-3, warmup_steps=50)
     optimizer = keras.optimizers.Adam(schedule, beta_2=0.98, clipnorm=5.0)
-    check_learns_to_reverse(TransformerReverser(), optimizer, 300)
+    check_learns_to_reverse(TransformerReverser(), optimizer, 400)
