@@ -38,6 +38,22 @@ TRANSLATE_DEFAULTS = {
 }
 
 
+# The --quick overrides of both translation examples (each adds its own tiny model): a few hundred
+# verses and a few steps, to check the whole path quickly.
+QUICK = [
+    "data.hparams.max_train_verses=600",
+    "data.hparams.max_test_verses=24",
+    "data.hparams.source_vocab_size=800",
+    "data.hparams.target_vocab_size=800",
+    "data.hparams.batch_size=16",
+    "run.train_steps=20",
+    "run.checkpoint_every_steps=10",
+    "translate.beam_width=3",
+    "translate.max_decoding_length=20",
+    "translate.show=2",
+]
+
+
 def tokenize(text: str) -> str:
     """Lowercased words and punctuation marks, separated by single spaces."""
     return " ".join(TOKEN.findall(text.lower()))

@@ -35,21 +35,12 @@ import tensorflow as tf  # noqa: E402
 
 import texkit as tx  # noqa: E402
 
-# --quick: a few hundred verses, a tiny model and a few steps, to check the whole path quickly.
+# --quick: bible_translation's few hundred verses and few steps, with a tiny model.
 QUICK = [
-    "data.hparams.max_train_verses=600",
-    "data.hparams.max_test_verses=24",
-    "data.hparams.source_vocab_size=800",
-    "data.hparams.target_vocab_size=800",
-    "data.hparams.batch_size=16",
     "model.hparams.embedding_dim=16",
     "model.hparams.encoder_units=16",
     "model.hparams.decoder_units=32",
-    "run.train_steps=20",
-    "run.checkpoint_every_steps=10",
-    "translate.beam_width=3",
-    "translate.max_decoding_length=20",
-    "translate.show=2",
+    *bible_translation.QUICK,
 ]
 
 
