@@ -154,6 +154,49 @@ def test_cached_chunks_and_stale_cache_entries():
     np.testing.assert_allclose(np.concatenate([first, second], axis=1), want, atol=1e-5)
 
 
+@pytest.mark.parametrize("compile", [None, True])
+def test_beam_cached_attention_reads_each_history_through_its_ancestry(compile):
+    """call_cached_beams over caches that stay in place equals call_cached over each
+    hypothesis' own history, gathered step by step from the slots its ancestry names."""
+    layer = make()
+    batch, beams, length, time, steps = 2, 3, 9, 4, 2
+    rows = batch * beams
+    layer(tf.zeros([rows, 1, 8]))
+    x = RNG.normal(size=(rows, steps, 8)).astype(np.float32)
+    keys = RNG.normal(size=(rows, 3, length, 4)).astype(np.float32)
+    cache = layer.init_cache(rows, length)._replace(keys=tf.constant(keys), values=-keys * 2)
+    ancestry = RNG.integers(0, beams, size=(rows, length)).astype(np.int32)
+    ancestry[:, time : time + steps] = RNG.integers(0, beams, size=(rows, steps))  # overridden
+
+    run = layer.call_cached_beams
+    if compile is not None:
+        run = tf.function(run, jit_compile=compile)
+    got, written = run(x, cache, tf.constant(time), ancestry, beams)
+
+    owner = (np.arange(rows) // beams * beams)[:, None] + ancestry  # the row holding each step
+    owner[:, time : time + steps] = np.arange(rows)[:, None]  # the steps written now: its own
+
+    def history(part):  # [rows, heads, length, depth]: step t of row r taken from owner[r, t]
+        part = np.asarray(part)
+        return np.stack([part[owner[:, t], :, t] for t in range(length)], axis=2)
+
+    own_keys, own_values = history(cache.keys), history(cache.values)
+    want, want_cache = layer.call_cached(x, cache._replace(keys=own_keys, values=own_values), time)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-5)
+    # Each row wrote its own steps and nothing else.
+    np.testing.assert_allclose(
+        written.keys.numpy()[:, :, time : time + steps],
+        want_cache.keys.numpy()[:, :, time : time + steps],
+        atol=1e-6,
+    )
+    unchanged = np.ones(length, bool)
+    unchanged[time : time + steps] = False
+    np.testing.assert_array_equal(written.keys.numpy()[:, :, unchanged], keys[:, :, unchanged])
+    np.testing.assert_array_equal(
+        written.values.numpy()[:, :, unchanged], -keys[:, :, unchanged] * 2
+    )
+
+
 def test_projected_memory_equals_cross_attention():
     layer = make()
     x = RNG.normal(size=(2, 4, 8)).astype(np.float32)

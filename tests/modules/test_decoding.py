@@ -1,5 +1,6 @@
 """Decoding algorithms against exhaustive search, the formulas and each other, eager and XLA."""
 
+import functools
 import itertools
 
 import numpy as np
@@ -10,6 +11,7 @@ from texkit.modules.decoders import (
     beam_search,
     filter_top_k,
     filter_top_p,
+    forced_logits,
     gnmt_length_penalty,
     greedy_decode,
     sample_decode,
@@ -461,3 +463,52 @@ def test_an_unknown_batch_size_in_a_graph():
     np.testing.assert_array_equal(
         beam(start), run(beam_search, step, start, END, 6, initial_state(3), 3).ids
     )
+
+
+@pytest.mark.parametrize("algorithm", ["greedy", "sample", "beam"])
+def test_steps_before_start_time_equal_forcing_them_inside_the_loop(algorithm):
+    """A caller that computed the first steps itself (start_time, forced_ids) gets what the loop
+    gives when its step forces those tokens (forced_logits): the same ids, logits, lengths and
+    beam scores; the forced steps add nothing to a hypothesis' log-probability."""
+    vocab, max_length, start = 6, 7, 3
+    table = random_table(np.random.default_rng(13), vocab, sharpness=1.5)
+    prefix = np.array([[3, 4, 2, 5], [5, 5, 3, 2]], np.int32)  # neither START nor END
+    step = markov_step(table)
+
+    def forcing(tokens, time, state):
+        logits, state = step(tokens, time, state)
+        rows = tf.repeat(prefix, tf.shape(tokens)[0] // 2, axis=0)  # beams: copies per example
+        forced = forced_logits(tf.gather(rows, tf.minimum(time, 3), axis=1), vocab)
+        return tf.where(time < start, forced, logits), state
+
+    decode = {
+        "greedy": greedy_decode,
+        "sample": functools.partial(sample_decode, seed=5, softmax_temperature=2.0),
+        "beam": functools.partial(beam_search, beam_width=3, length_penalty=0.6),
+    }[algorithm]
+    want = run(decode, forcing, [START] * 2, END, max_length, initial_state(2))
+    got = run(
+        decode, step, prefix[:, start - 1], END, max_length, initial_state(2),
+        start_time=tf.constant(start), forced_ids=prefix,
+    )  # fmt: skip
+    if algorithm == "beam":
+        np.testing.assert_array_equal(got.ids, want.ids)
+        np.testing.assert_array_equal(got.lengths, want.lengths)
+        np.testing.assert_allclose(got.scores, want.scores, rtol=1e-6)
+        assert (got.ids[:, :, :start] == prefix[:, None, :start]).all()
+        return
+    np.testing.assert_array_equal(got.sample_id, want.sample_id)
+    np.testing.assert_array_equal(got.lengths, want.lengths)
+    np.testing.assert_array_equal(got.logits, want.logits)
+    assert (got.sample_id[:, :start] == prefix[:, :start]).all()
+    assert (got.logits[:, :start].max(-1) == 0).all()
+
+
+def test_start_time_arguments_are_checked():
+    step = markov_step(random_table(np.random.default_rng(14), 5))
+    with pytest.raises(ValueError, match="start_time needs the forced_ids"):
+        greedy_decode(step, [START], END, 4, initial_state(1), start_time=2)
+    with pytest.raises(ValueError, match="start_time must be in"):
+        greedy_decode(step, [START], END, 4, initial_state(1), start_time=4, forced_ids=[[2] * 4])
+    with pytest.raises(ValueError, match="forced_ids must be"):
+        beam_search(step, [START], END, 4, initial_state(1), 2, start_time=1, forced_ids=[2])

@@ -7,7 +7,7 @@ from tests.harness import check_module_contract
 from texkit.configurable import undocumented_hparams
 from texkit.hparams import HParamsError
 from texkit.modules import TransformerDecoder, WordEmbedder
-from texkit.modules.decoders import DecoderOutput, gnmt_length_penalty
+from texkit.modules.decoders import DecoderOutput, beam_search, forced_logits, gnmt_length_penalty
 
 RNG = np.random.default_rng(5)
 VOCAB, DIM = 13, 16
@@ -292,6 +292,87 @@ def test_context_is_forced_then_continued_greedily():
             np.testing.assert_array_equal(
                 search.ids.numpy()[row, beam, : length - 1], context[row, 1:length]
             )
+
+
+PROMPTS = np.array([[BOS, 5, 6, 7], [BOS, 8, 0, 0], [BOS, 3, 9, 0]], np.int32)
+PROMPT_LENGTHS = np.array([4, 2, 3], np.int32)
+
+
+def recomputing_step(decoder, embedder, max_length):
+    """A step function for the generic algorithms that keeps the tokens so far in its state and
+    runs teacher forcing on the whole prefix at every step (no cache), forcing prompts the way
+    the decoder documents it."""
+
+    def step(tokens, time, state):
+        ids = tf.where(tf.range(max_length)[None, :] == time, tokens[:, None], state["ids"])
+        memory = {}
+        if "memory" in state:
+            memory = {"memory": state["memory"], "memory_sequence_length": state["memory_length"]}
+        outputs, _, _ = decoder(inputs=ids[:, : time + 1], embedding=embedder, **memory)
+        logits = outputs.logits[:, time]
+        if "context" in state:
+            forced = time + 1 < state["context_length"]
+            token = tf.gather(state["context"], tf.minimum(time + 1, 3), axis=1)
+            logits = tf.where(forced[:, None], forced_logits(token, VOCAB), logits)
+        return logits, {**state, "ids": ids}
+
+    return step
+
+
+@pytest.mark.parametrize("cross", [True, False])
+@pytest.mark.parametrize("prompted", [True, False])
+def test_beam_search_equals_a_search_that_recomputes_every_prefix(cross, prompted):
+    """The decoder's beam search (prompts run in one pass, caches left in place and read through
+    the ancestry table, one memory per example) finds the hypotheses and scores of the generic
+    beam search over a step that recomputes each hypothesis' whole prefix and whose state
+    (tokens, memory, prompts) is tiled and gathered like any other."""
+    decoder, embedder = make_decoder(cross_attention=cross)
+    max_length, beams = 7, 3
+    state = {"ids": tf.zeros([3, max_length], tf.int32)}
+    if cross:
+        state.update(memory=tf.constant(MEMORY), memory_length=tf.constant(MEMORY_LENGTHS))
+    prompt = {"start_tokens": [BOS] * 3}
+    if prompted:
+        state.update(context=tf.constant(PROMPTS), context_length=tf.constant(PROMPT_LENGTHS))
+        prompt = {"context": PROMPTS, "context_sequence_length": PROMPT_LENGTHS}
+    want = beam_search(
+        recomputing_step(decoder, embedder, max_length), [BOS] * 3, EOS, max_length, state,
+        beams, 0.6,
+    )  # fmt: skip
+    got = decoder.beam_search(
+        beams, 0.6, end_token=EOS, max_decoding_length=max_length, embedding=embedder,
+        **memory_args(decoder), **prompt,
+    )  # fmt: skip
+    np.testing.assert_array_equal(got.ids, want.ids)
+    np.testing.assert_array_equal(got.lengths, want.lengths)
+    np.testing.assert_allclose(got.scores, want.scores, atol=1e-5)
+    if prompted:
+        for row, length in enumerate(PROMPT_LENGTHS):
+            assert (got.ids.numpy()[row, :, : length - 1] == PROMPTS[row, 1:length]).all()
+
+
+def test_an_end_token_inside_a_prompt_ends_its_row_there():
+    decoder, embedder = make_decoder(cross_attention=False)
+    context = np.array([[BOS, 5, EOS, 7], [BOS, 8, 9, 4]], np.int32)
+    outputs, _, lengths = decoder(
+        decoding_strategy="infer_greedy", embedding=embedder, context=context, end_token=EOS,
+        max_decoding_length=6,
+    )  # fmt: skip
+    np.testing.assert_array_equal(lengths, [2, 6])
+    np.testing.assert_array_equal(outputs.sample_id.numpy()[0], [5, EOS, EOS, EOS, EOS, EOS])
+    # The other row is decoded as if alone.
+    alone, _, _ = decoder(
+        decoding_strategy="infer_greedy", embedding=embedder, context=context[1:],
+        end_token=EOS, max_decoding_length=6,
+    )  # fmt: skip
+    np.testing.assert_array_equal(outputs.sample_id[1], alone.sample_id[0])
+    np.testing.assert_allclose(outputs.logits[1], alone.logits[0], atol=1e-5)
+    search = decoder.beam_search(
+        2, 0.0, end_token=EOS, max_decoding_length=6, embedding=embedder, context=context[:1]
+    )
+    np.testing.assert_array_equal(search.ids.numpy()[0, 0, :2], [5, EOS])
+    # The best hypothesis is the prompt (log-probability 0); any other spends a forced-out token.
+    assert search.scores.numpy()[0, 0] == 0.0 and search.scores.numpy()[0, 1] < -1e8
 
 
 # --- the module contract, mixed precision, tying, errors -------------------------------------

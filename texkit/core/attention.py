@@ -82,6 +82,13 @@ def attention_mask(
     return allowed
 
 
+def _causal_from(time: Any, steps: Any, length: Any) -> Any:
+    """``[steps, length]`` booleans: query ``j`` (at step ``time + j``) may see steps ``<= time +
+    j``."""
+    rows = time + ops.arange(steps, dtype="int32")[:, None]
+    return ops.arange(length, dtype="int32")[None, :] <= rows
+
+
 class KVCache(NamedTuple):
     """The projected keys and values of :class:`MultiHeadAttention`, ``[batch, heads, time,
     depth]`` each, in the layer's compute dtype.
@@ -273,16 +280,84 @@ class MultiHeadAttention(ModuleBase):
         ``time`` is a scalar int (tensor); the steps must stay below the cache's length.
         """
         self._check_built("call_cached")
-        new = self.project_memory(queries)
         time = ops.cast(time, "int32")
+        cache = self._write_cache(queries, cache, time)
+        causal = _causal_from(time, ops.shape(queries)[1], ops.shape(cache.keys)[2])
+        return self.attend(queries, cache, causal[None, None, :, :], training), cache
+
+    def call_cached_beams(
+        self, queries: Any, cache: KVCache, time: Any, ancestry: Any, beam_width: int
+    ) -> tuple[Any, KVCache]:
+        """:meth:`call_cached` for ``beam_width`` hypotheses per example whose caches never move.
+
+        The rows of ``queries [batch * beam_width, query_time, input_dim]`` and of ``cache`` are
+        the hypotheses, the ``beam_width`` of an example next to each other. Row ``i`` of an
+        example writes its keys and values into its own slot of the cache at steps ``time ..``,
+        as in :meth:`call_cached`; earlier steps of its history may sit in another slot of the
+        example: ``ancestry [batch * beam_width, cache_time]`` int32 names, for each hypothesis
+        and step, the slot (``0 .. beam_width - 1``) that holds it (the steps written now are
+        always read from the hypothesis' own slot). When beam search keeps a
+        hypothesis that extends another, only its ``ancestry`` row is copied, not the cache:
+        each slot writes every step once, so what it wrote stays valid for its descendants.
+
+        The scores of each example's queries are computed against all its slots' cached steps
+        (``beam_width`` times the products of one hypothesis, which at a decoding step is small
+        beside reading the cache, which happens once), and a step gets weight only in the slot
+        ``ancestry`` names. Inference only (no dropout). Returns ``(outputs, new_cache)`` like
+        :meth:`call_cached`.
+        """
+        self._check_built("call_cached_beams")
+        hp, depth, beams = self.hparams, self.depth, int(beam_width)
+        time = ops.cast(time, "int32")
+        cache = self._write_cache(queries, cache, time)
+        rows, steps = ops.shape(queries)[0], ops.shape(queries)[1]
+        batch = rows // beams
+        heads, length = hp.num_heads, ops.shape(cache.keys)[2]
+        # Every slot (row of the cache) gets the queries of all its example's hypotheses:
+        # [rows, heads, beams * steps, depth], a plain attention product against the cache as it
+        # lies.
+        q = self._split_heads(dense_2d(self.query, queries))  # [rows, heads, steps, depth]
+        q = q * ops.cast(depth**-0.5, self.compute_dtype)
+        q = ops.transpose(ops.reshape(q, (batch, beams, heads, steps, depth)), (0, 2, 1, 3, 4))
+        q = ops.reshape(q, (batch, 1, heads, beams * steps, depth))
+        q = ops.reshape(ops.repeat(q, beams, axis=1), (rows, heads, beams * steps, depth))
+        scores = ops.cast(tf.linalg.matmul(q, cache.keys, transpose_b=True), "float32")
+        # [batch, slot, heads, query, time] -> [batch, heads, query, slot * time]: a softmax over
+        # each query's (slot, time) pairs along one axis.
+        scores = ops.reshape(scores, (batch, beams, heads, beams * steps, length))
+        scores = ops.reshape(
+            ops.transpose(scores, (0, 2, 3, 1, 4)), (batch, heads, beams * steps, beams * length)
+        )
+        # Query (hypothesis i, step j) may read (slot s, time t) when t <= time + j and the
+        # hypothesis' step t sits in slot s.
+        # The steps written now are read from the hypothesis' own slot, whatever ancestry says.
+        cols = ops.arange(length, dtype="int32")[None, :]
+        now = ops.logical_and(cols >= time, cols < time + steps)
+        own = (ops.arange(rows, dtype="int32") % beams)[:, None]
+        ancestry = ops.where(now, own, ops.cast(ancestry, "int32"))
+        slots = ops.arange(beams, dtype="int32")[None, None, None, :, None]
+        ancestry = ops.reshape(ancestry, (batch, beams, 1, 1, length))
+        causal = _causal_from(time, steps, length)[None, None, :, None, :]
+        allowed = ops.logical_and(ops.equal(ancestry, slots), causal)  # [b, i, j, s, t]
+        allowed = ops.reshape(allowed, (batch, 1, beams * steps, beams * length))
+        weights = tf.nn.softmax(ops.where(allowed, scores, MASK_BIAS), axis=-1)
+        weights = ops.reshape(weights, (batch, heads, beams * steps, beams, length))
+        weights = ops.reshape(
+            ops.transpose(weights, (0, 3, 1, 2, 4)), (rows, heads, beams * steps, length)
+        )
+        context = ops.matmul(ops.cast(weights, self.compute_dtype), cache.values)
+        context = ops.sum(ops.reshape(context, (batch, beams, heads, beams, steps, depth)), 1)
+        context = ops.reshape(ops.transpose(context, (0, 2, 3, 1, 4)), (-1, hp.num_units))
+        return ops.reshape(self.output_dense(context), (rows, steps, hp.output_dim)), cache
+
+    def _write_cache(self, queries: Any, cache: KVCache, time: Any) -> KVCache:
+        """``cache`` with the keys and values of ``queries`` written at steps ``time ..``."""
+        new = self.project_memory(queries)
         start = [0, 0, time, 0]
-        cache = KVCache(
+        return KVCache(
             ops.slice_update(cache.keys, start, ops.cast(new.keys, cache.keys.dtype)),
             ops.slice_update(cache.values, start, ops.cast(new.values, cache.values.dtype)),
         )
-        rows = time + ops.arange(ops.shape(queries)[1], dtype="int32")[:, None]
-        cols = ops.arange(ops.shape(cache.keys)[2], dtype="int32")[None, :]
-        return self.attend(queries, cache, (cols <= rows)[None, None, :, :], training), cache
 
     def compute_output_shape(self, queries_shape: Any, *args: Any, **kwargs: Any) -> Any:
         return (*queries_shape[:-1], self.hparams.output_dim)

@@ -6,8 +6,9 @@ A decoder supplies ``step(token_ids, time, state) -> (logits, state)``:
   ``time == 0``);
 * ``time``: a scalar int32 tensor, the step being computed (0-based);
 * ``state``: any nested structure of tensors whose first axis is the batch (beam search tiles
-  and reorders every tensor along that axis, so constant parts such as an attention memory may
-  travel in the state too); the structure and shapes must not change between steps;
+  and, unless told otherwise by ``reorder_state``, reorders every tensor along that axis, so
+  constant parts such as an attention memory may travel in the state too); the structure and
+  shapes must not change between steps;
 * ``logits``: ``[batch, vocab_size]`` scores of the next token.
 
 Every algorithm preallocates its output buffers to ``max_decoding_length`` (a Python int) and runs
@@ -15,6 +16,13 @@ in one ``tf.while_loop`` that stops early once every sequence has ended, so it c
 ``tf.function(jit_compile=True)``. Sequences end with ``end_token``, which counts in their length;
 a sequence that never emits it stops at ``max_decoding_length``. Positions after a sequence's end
 hold ``end_token`` (ids) and zeros (logits), and its state stays as it was at its own last step.
+
+A caller that has already computed the first steps (a decoder that runs a prompt through its
+model in one pass, say) passes ``start_time``, the first step the loop computes, and
+``forced_ids``: ``[batch, >= start_time]``, the token each row chose at each earlier step. The
+loop then starts from ``start_tokens`` at ``start_time``; the earlier steps appear in the outputs
+as forced ones (their ids, the :func:`forced_logits`), add nothing to a hypothesis'
+log-probability, and must not hold ``end_token``.
 """
 
 from __future__ import annotations
@@ -32,6 +40,8 @@ __all__ = [
     "beam_search",
     "filter_top_k",
     "filter_top_p",
+    "forced_logits",
+    "gather_rows",
     "gnmt_length_penalty",
     "greedy_decode",
     "sample_decode",
@@ -41,6 +51,10 @@ __all__ = [
 Step = Callable[[Any, Any, Any], tuple[Any, Any]]
 
 _NEG_INF = float("-inf")
+
+# The logit of every token but the forced one at a forced step: exp() underflows to exactly 0, so
+# the forced token has probability 1 and log-probability 0 under every algorithm.
+FORCED_OUT = -1e9
 
 
 class DecoderOutput(NamedTuple):
@@ -182,6 +196,39 @@ def tile_batch(structure: Any, multiplier: int) -> Any:
     return tf.nest.map_structure(lambda t: tf.repeat(t, multiplier, axis=0), structure)
 
 
+def forced_logits(tokens: Any, vocab_size: Any) -> Any:
+    """The logits of a step whose token is forced to ``tokens`` (any int shape): 0 for it,
+    :data:`FORCED_OUT` (``-1e9``) for every other; float32, ``[*tokens.shape, vocab_size]``."""
+    one_hot = tf.one_hot(tokens, vocab_size, on_value=True, off_value=False)
+    return tf.where(one_hot, 0.0, FORCED_OUT)
+
+
+def _check_start(start_time: Any, forced_ids: Any, max_length: int) -> tuple[Any, Any]:
+    """``start_time`` as an int32 scalar and ``forced_ids`` padded or cut to ``max_length``."""
+    if forced_ids is None:
+        if not (_is_int(start_time) and start_time == 0):
+            raise ValueError("start_time needs the forced_ids of the steps before it")
+        return tf.constant(0), None
+    if _is_int(start_time) and not 0 <= start_time < max_length:
+        raise ValueError(
+            f"start_time must be in [0, max_decoding_length={max_length}), got {start_time}"
+        )
+    forced_ids = tf.cast(tf.convert_to_tensor(forced_ids), tf.int32)
+    if forced_ids.shape.rank != 2:
+        raise ValueError(f"forced_ids must be [batch, time], got shape {forced_ids.shape}")
+    return tf.cast(start_time, tf.int32), forced_ids[:, :max_length]
+
+
+def _with_forced_steps(values: Any, forced: Any, start_time: Any, fill: Callable) -> Any:
+    """``values [batch, max_length, ...]`` with the steps before ``start_time`` replaced by
+    ``fill(forced)``, over the width of ``forced [batch, width]`` only."""
+    width = tf.shape(forced)[1]
+    before = tf.range(width)[None, :] < start_time
+    head = values[:, :width]
+    before = tf.reshape(before, [1, -1] + [1] * (len(head.shape) - 2))
+    return tf.concat([tf.where(before, fill(forced), head), values[:, width:]], axis=1)
+
+
 def _decode(
     step: Step,
     choose: Callable[[Any, Any], Any],
@@ -191,9 +238,12 @@ def _decode(
     initial_state: Any,
     vocab_size: int | None,
     freeze_state: bool,
+    start_time: Any,
+    forced_ids: Any,
 ) -> DecodeResult:
     """The loop shared by greedy decoding and sampling: ``choose(logits, time) -> ids``."""
     max_length = _check_length(max_decoding_length)
+    start_time, forced_ids = _check_start(start_time, forced_ids, max_length)
     start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
     end_token = tf.cast(end_token, tf.int32)
     batch = batch_size_of(start_tokens)
@@ -228,10 +278,10 @@ def _decode(
         element_shape=tf.TensorShape([start_tokens.shape[0], vocab_size]),
     )
     loop_vars = (
-        tf.constant(0),
+        start_time,
         start_tokens,
         tf.zeros([batch], tf.bool),
-        tf.zeros([batch], tf.int32),
+        tf.fill([batch], start_time),
         ids,
         logits_buffer,
         initial_state,
@@ -245,12 +295,15 @@ def _decode(
         maximum_iterations=max_length,
     )
     written = tf.range(max_length)[None, :] < steps
-    return DecodeResult(
-        sample_id=tf.where(written, tf.transpose(ids.stack()), end_token),
-        logits=tf.transpose(logits_buffer.stack(), (1, 0, 2)),
-        lengths=lengths,
-        final_state=state,
-    )
+    sample_id = tf.where(written, tf.transpose(ids.stack()), end_token)
+    logits = tf.transpose(logits_buffer.stack(), (1, 0, 2))
+    if forced_ids is not None:
+        sample_id = _with_forced_steps(sample_id, forced_ids, start_time, lambda ids: ids)
+        depth = tf.shape(logits)[-1]
+        logits = _with_forced_steps(
+            logits, forced_ids, start_time, lambda ids: forced_logits(ids, depth)
+        )
+    return DecodeResult(sample_id=sample_id, logits=logits, lengths=lengths, final_state=state)
 
 
 def greedy_decode(
@@ -261,6 +314,8 @@ def greedy_decode(
     initial_state: Any,
     vocab_size: int | None = None,
     freeze_state: bool = True,
+    start_time: Any = 0,
+    forced_ids: Any = None,
 ) -> DecodeResult:
     """Greedy decoding: the most likely token at every step.
 
@@ -277,6 +332,9 @@ def greedy_decode(
             the final state passes ``False``: a state as large as a Transformer's key/value
             caches is then not selected row by row at every step (which under XLA would also
             turn the caches' in-place writes into copies).
+        start_time: the first step computed (a scalar int or int tensor; default 0), with
+            ``forced_ids``, ``[batch, >= start_time]`` int, the tokens of the steps before it (see
+            the module docstring); ``start_tokens`` are then fed at ``start_time``.
     """
     return _decode(
         step,
@@ -287,6 +345,8 @@ def greedy_decode(
         initial_state,
         vocab_size,
         freeze_state,
+        start_time,
+        forced_ids,
     )
 
 
@@ -302,13 +362,15 @@ def sample_decode(
     seed: Any = None,
     vocab_size: int | None = None,
     freeze_state: bool = True,
+    start_time: Any = 0,
+    forced_ids: Any = None,
 ) -> DecodeResult:
     """Sampling: each token drawn from ``softmax(logits / softmax_temperature)``, optionally
     restricted to the ``top_k`` most likely tokens and then to the top-``top_p`` nucleus.
 
     Args:
         step, start_tokens, end_token, max_decoding_length, initial_state, vocab_size,
-            freeze_state: as in :func:`greedy_decode`.
+            freeze_state, start_time, forced_ids: as in :func:`greedy_decode`.
         softmax_temperature: positive; below 1 sharpens, above 1 flattens the distribution.
         top_k: keep the ``top_k`` most likely tokens (0: all).
         top_p: keep the smallest set of tokens whose mass reaches ``top_p`` (1: all).
@@ -336,7 +398,15 @@ def sample_decode(
         initial_state,
         vocab_size,
         freeze_state,
+        start_time,
+        forced_ids,
     )
+
+
+def gather_rows(state: Any, rows: Any) -> Any:
+    """Every tensor of ``state`` gathered along its first axis at ``rows`` (beam search's default
+    reordering)."""
+    return tf.nest.map_structure(lambda s: tf.gather(s, rows, axis=0), state)
 
 
 def beam_search(
@@ -347,6 +417,9 @@ def beam_search(
     initial_state: Any,
     beam_width: int,
     length_penalty: float = 0.0,
+    start_time: Any = 0,
+    forced_ids: Any = None,
+    reorder_state: Callable[[Any, Any], Any] | None = None,
 ) -> BeamSearchOutput:
     """Beam search with a finished-hypothesis set, the GNMT length penalty and early stopping.
 
@@ -368,11 +441,20 @@ def beam_search(
             reordered along that axis as hypotheses are kept.
         beam_width: a positive Python int.
         length_penalty: the GNMT ``alpha`` (0: plain log-probabilities); must be >= 0.
+        start_time, forced_ids: as in :func:`greedy_decode`; the forced steps are the same in
+            every hypothesis.
+        reorder_state: ``reorder_state(state, rows) -> state``, called after every step with
+            ``rows [batch * beam_width]``, the row of the hypothesis each kept one extends. The
+            default, :func:`gather_rows`, gathers every tensor; a step function that keeps parts
+            of its state in place (caches that each hypothesis reads through a table of its
+            ancestors, which the default gather keeps in order) passes its own.
 
     Returns:
         :class:`BeamSearchOutput`, hypotheses sorted best first.
     """
     max_length = _check_length(max_decoding_length)
+    start_time, forced_ids = _check_start(start_time, forced_ids, max_length)
+    reorder_state = gather_rows if reorder_state is None else reorder_state
     if not _is_int(beam_width) or beam_width < 1:
         raise ValueError(f"beam_width must be a positive int, got {beam_width!r}")
     if not length_penalty >= 0:
@@ -415,7 +497,7 @@ def beam_search(
         # Alive: the others; a slot whose hypothesis ended stays empty (-inf).
         alive_log_probs = tf.where(ends, _NEG_INF, top_log_probs)
         rows = tf.reshape(origin + row_offsets, [-1])
-        state = tf.nest.map_structure(lambda s: tf.gather(s, rows, axis=0), new_state)
+        state = reorder_state(new_state, rows)
         alive = (ids, tokens, alive_log_probs, state)
         return time + 1, alive, (finished_ids, finished_scores, finished_lengths)
 
@@ -430,19 +512,23 @@ def beam_search(
     initial_log_probs = tf.concat(
         [tf.zeros([batch, 1]), tf.fill([batch, beams - 1], _NEG_INF)], axis=1
     )
+    no_ids = tf.fill([batch, max_length], end_token)
+    if forced_ids is not None:
+        no_ids = _with_forced_steps(no_ids, forced_ids, start_time, lambda ids: ids)
+    no_ids = tf.tile(no_ids[:, None, :], [1, beams, 1])
     alive = (
-        tf.fill([batch, beams, max_length], end_token),
+        no_ids,
         tf.tile(start_tokens[:, None], [1, beams]),
         initial_log_probs,
         tile_batch(initial_state, beams),
     )
     finished = (
-        tf.fill([batch, beams, max_length], end_token),
+        no_ids,
         tf.fill([batch, beams], _NEG_INF),
         tf.zeros([batch, beams], tf.int32),
     )
     _, _, finished = tf.while_loop(
-        not_done, body, (tf.constant(0), alive, finished), maximum_iterations=max_length
+        not_done, body, (start_time, alive, finished), maximum_iterations=max_length
     )
     finished_ids, finished_scores, finished_lengths = finished
     empty = tf.equal(finished_scores, _NEG_INF)

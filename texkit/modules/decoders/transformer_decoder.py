@@ -26,13 +26,22 @@ keys and values preallocated to ``max_decoding_length`` steps and written in pla
 and the cross-attention keys and values of the memory projected once. A step therefore computes
 one token's projections and attends over a fixed-size buffer (masked past the current step)
 instead of recomputing the prefix: its cost does not grow with the prefix, and every shape is
-static, so decoding compiles with ``jit_compile=True``.
+static, so decoding compiles with ``jit_compile=True``. A prompt (``context``) is run through the
+blocks in one pass that fills the caches; the decoding loop starts where every row's prompt is
+still forced (rows with longer prompts keep being forced token by token).
+
+Beam search never moves the caches: each hypothesis writes its steps into its own slot, and a
+table of ancestors (``[batch * beam_width, max_length]`` int32, reordered with the hypotheses)
+tells which slot holds each earlier step of its history
+(:meth:`~texkit.core.attention.MultiHeadAttention.call_cached_beams`). Reordering costs a gather
+of that table instead of one of every cache, and the memory is not tiled: every hypothesis of an
+example attends to the example's one projected memory.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import keras
 import tensorflow as tf
@@ -46,6 +55,7 @@ from texkit.modules.decoders.decoding import (
     DecoderOutput,
     batch_size_of,
     beam_search,
+    gather_rows,
     greedy_decode,
     sample_decode,
 )
@@ -61,6 +71,22 @@ from texkit.modules.encoders.transformer_encoder import (
 __all__ = ["TransformerDecoder"]
 
 STRATEGIES = ("train_greedy", "infer_greedy", "infer_sample")
+
+
+class _Inference(NamedTuple):
+    """The pieces of one inference call: ``step(beam_width=None)`` makes the step function (a
+    beam search's reads the caches through the ancestry table); ``state`` is its initial state
+    (one row per example); decoding starts at ``start_time`` from ``start_tokens``, the steps
+    before it forced to ``forced_ids``."""
+
+    step: Any
+    state: dict
+    start_tokens: Any
+    start_time: Any
+    forced_ids: Any
+    batch: Any
+
+
 _POSITION_TYPES = ("sinusoids", "learned")
 
 
@@ -95,7 +121,8 @@ class TransformerDecoder(ModuleBase):
             from ``context[:, 0]`` and the next ``context_sequence_length - 1`` tokens of each
             example are forced (their logits are 0 for the forced token and ``-1e9`` for the
             others), then the decoder continues on its own. ``sample_id`` and ``lengths``
-            include the forced tokens.
+            include the forced tokens. The prompts go through the blocks in one pass (up to
+            the first ``end_token`` in a prompt, which ends that row as a chosen one would).
         context_sequence_length: ``[batch]`` lengths of the prompts (default: all of them).
         max_decoding_length: a Python int, the steps decoded (``None``:
             ``max_decoding_length_infer``); the cache is preallocated to it.
@@ -378,21 +405,26 @@ class TransformerDecoder(ModuleBase):
         if end_token is None:
             raise ValueError(f"{self.name}: {decoding_strategy} needs end_token")
         max_length = self._max_length(max_decoding_length)
-        step, state, start_tokens = self._inference_step(
-            embedding, start_tokens, context, context_sequence_length, memory,
+        run = self._inference(
+            embedding, start_tokens, end_token, context, context_sequence_length, memory,
             memory_sequence_length, max_length, training,
         )  # fmt: skip
+        # The final state (the caches) is discarded: no need to freeze finished rows'.
+        common = {
+            "vocab_size": self.vocab_size,
+            "freeze_state": False,
+            "start_time": run.start_time,
+            "forced_ids": run.forced_ids,
+        }
         if decoding_strategy == "infer_greedy":
-            # The final state (the caches) is discarded: no need to freeze finished rows'.
             result = greedy_decode(
-                step, start_tokens, end_token, max_length, state, vocab_size=self.vocab_size,
-                freeze_state=False,
-            )  # fmt: skip
+                run.step(), run.start_tokens, end_token, max_length, run.state, **common
+            )
         else:
             result = sample_decode(
-                step, start_tokens, end_token, max_length, state,
+                run.step(), run.start_tokens, end_token, max_length, run.state,
                 softmax_temperature=softmax_temperature, top_k=top_k, top_p=top_p, seed=seed,
-                vocab_size=self.vocab_size, freeze_state=False,
+                **common,
             )  # fmt: skip
         return DecoderOutput(result.logits, result.sample_id), (), result.lengths
 
@@ -412,8 +444,9 @@ class TransformerDecoder(ModuleBase):
     ) -> BeamSearchOutput:
         """Beam search (see :func:`~texkit.modules.decoders.beam_search`), in inference mode.
 
-        The arguments are those of the call (``start_tokens`` or ``context``); the memory, the
-        caches and the context are tiled to ``beam_width`` copies per example inside.
+        The arguments are those of the call (``start_tokens`` or ``context``). The hypotheses'
+        caches stay in place and are read through a table of ancestors; the memory is shared by
+        an example's hypotheses (see the module docstring).
 
         Returns:
             :class:`~texkit.modules.decoders.BeamSearchOutput`: ``ids [batch, beam_width,
@@ -422,36 +455,63 @@ class TransformerDecoder(ModuleBase):
         """
         if end_token is None:
             raise ValueError(f"{self.name}: beam_search needs end_token")
+        if isinstance(beam_width, bool) or not isinstance(beam_width, int) or beam_width < 1:
+            raise ValueError(f"beam_width must be a positive int, got {beam_width!r}")
         memory, memory_sequence_length = self._check_memory(memory, memory_sequence_length)
         max_length = self._max_length(max_decoding_length)
-        step, state, start_tokens = self._inference_step(
-            embedding, start_tokens, context, context_sequence_length, memory,
+        run = self._inference(
+            embedding, start_tokens, end_token, context, context_sequence_length, memory,
             memory_sequence_length, max_length, False,
         )  # fmt: skip
+        state = {**run.state, "ancestry": tf.zeros([run.batch, max_length], tf.int32)}
+
+        def reorder(state: dict, rows: Any) -> dict:
+            # Everything follows its hypothesis but the caches, which stay where they were
+            # written; the ancestry table says where.
+            moved = gather_rows({k: v for k, v in state.items() if k != "cache"}, rows)
+            return {**moved, "cache": state["cache"]}
+
         return beam_search(
-            step, start_tokens, end_token, max_length, state, beam_width, length_penalty
-        )
+            run.step(beam_width), run.start_tokens, end_token, max_length, state, beam_width,
+            length_penalty, start_time=run.start_time, forced_ids=run.forced_ids,
+            reorder_state=reorder,
+        )  # fmt: skip
 
     def _max_length(self, max_decoding_length: int | None) -> int:
         if max_decoding_length is None:
             return self.hparams.max_decoding_length_infer
         return max_decoding_length
 
-    def _inference_step(
+    def _check_context(self, context: Any, context_sequence_length: Any, max_length: int) -> tuple:
+        context = tf.cast(tf.convert_to_tensor(context), tf.int32)
+        if len(context.shape) != 2:
+            raise ValueError(
+                f"{self.name}: context must be [batch, time] token ids, got shape "
+                f"{tuple(context.shape)}"
+            )
+        if context.shape[1] is not None and context.shape[1] > max_length:
+            raise ValueError(
+                f"{self.name}: a context of {context.shape[1]} tokens does not fit in "
+                f"max_decoding_length={max_length} steps"
+            )
+        if context_sequence_length is None:
+            context_sequence_length = tf.fill([batch_size_of(context)], tf.shape(context)[1])
+        return context, tf.cast(context_sequence_length, tf.int32)
+
+    def _inference(
         self,
         embedding: Any,
         start_tokens: Any,
+        end_token: Any,
         context: Any,
         context_sequence_length: Any,
         memory: Any,
         memory_sequence_length: Any,
         max_length: Any,
         training: Any,
-    ) -> tuple[Any, dict, Any]:
-        """The step function over token ids, its initial state and the start tokens.
-
-        The state holds each block's cache (``[batch, heads, max_length, depth]``), the
-        projected memory and the context, so beam search tiles and reorders them all.
+    ) -> _Inference:
+        """What a decoding algorithm needs: the step function, its initial state (each block's
+        cache, ``[batch, heads, max_length, depth]``, filled with the prompt), where to start.
         """
         if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
             raise ValueError(
@@ -461,63 +521,78 @@ class TransformerDecoder(ModuleBase):
         self._check_positions(max_length)
         if (start_tokens is None) == (context is None):
             raise ValueError(f"{self.name}: give exactly one of start_tokens and context")
-        state: dict = {}
         if context is not None:
-            context = tf.cast(tf.convert_to_tensor(context), tf.int32)
-            if len(context.shape) != 2:
-                raise ValueError(
-                    f"{self.name}: context must be [batch, time] token ids, got shape "
-                    f"{tuple(context.shape)}"
-                )
-            if context.shape[1] is not None and context.shape[1] > max_length:
-                raise ValueError(
-                    f"{self.name}: a context of {context.shape[1]} tokens does not fit in "
-                    f"max_decoding_length={max_length} steps"
-                )
+            context, context_length = self._check_context(
+                context, context_sequence_length, max_length
+            )
             start_tokens = context[:, 0]
-            if context_sequence_length is None:
-                context_sequence_length = tf.fill([batch_size_of(context)], tf.shape(context)[1])
-            state["context"] = context
-            state["context_length"] = tf.cast(context_sequence_length, tf.int32)
         start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
         batch = batch_size_of(start_tokens)
         self._build_parts(None if memory is None else memory.shape[-1])
-        state["cache"] = [
-            block.self_attention.init_cache(batch, max_length) for block in self.blocks
-        ]
+        memory_kv, memory_mask = None, None
         if memory is not None:
-            state["memory"] = [
-                block.cross_attention.project_memory(memory) for block in self.blocks
-            ]
+            # Projected once, outside the loop; the steps read them as constants.
+            memory_kv = [block.cross_attention.project_memory(memory) for block in self.blocks]
             if memory_sequence_length is None:
                 memory_sequence_length = tf.fill([batch_size_of(memory)], tf.shape(memory)[1])
-            state["memory_sequence_length"] = memory_sequence_length
+            memory_mask = attention_mask(1, tf.shape(memory)[1], memory_sequence_length)
 
-        def step(token_ids: Any, time: Any, loop_state: dict) -> tuple[Any, dict]:
-            words = self._word_embeddings(embedding, token_ids[:, None])
-            positions = tf.fill(tf.shape(token_ids[:, None]), time)
+        def run_blocks(token_ids: Any, time: Any, caches: list, beams: Any = None) -> tuple:
+            """Tokens ``[rows, steps]`` at steps ``time ..`` through the blocks and the cache."""
+            words = self._word_embeddings(embedding, token_ids)
+            positions = time + tf.broadcast_to(
+                tf.range(tf.shape(token_ids)[1]), tf.shape(token_ids)
+            )
             x = self._embed(words, positions, training)
-            mask = None
-            if "memory" in loop_state:
-                memory_kv = loop_state["memory"][0]
-                mask = attention_mask(
-                    1, tf.shape(memory_kv.keys)[2], loop_state["memory_sequence_length"]
-                )
-            caches = []
+            written = []
             for index, block in enumerate(self.blocks):
-                memory_kv = loop_state["memory"][index] if "memory" in loop_state else None
-                x, cache = block.step(
-                    x, loop_state["cache"][index], time, memory_kv, mask, training
-                )
-                caches.append(cache)
-            logits = self._logits(x)[:, 0]
-            if "context" in loop_state:
-                logits = force_context(
-                    logits, time, loop_state["context"], loop_state["context_length"]
-                )
-            return logits, {**loop_state, "cache": caches}
+                kv = None if memory_kv is None else memory_kv[index]
+                x, cache = block.step(x, caches[index], time, kv, memory_mask, training, beams)
+                written.append(cache)
+            return x, written
 
-        return step, state, start_tokens
+        state: dict = {
+            "cache": [block.self_attention.init_cache(batch, max_length) for block in self.blocks]
+        }
+        start_time, forced_ids = 0, None
+        if context is not None:
+            state["context"], state["context_length"] = context, context_length
+            # The prompts go through the blocks in one pass, all but their last token, up to
+            # the first end token in a prompt (whose row ends there); rows with shorter prompts
+            # are padded. The loop starts at the last step every row's prompt still forces, so
+            # it rewrites whatever a padded row's pass left past its own prompt before reading
+            # it.
+            width = tf.shape(context)[1]
+            steps = tf.range(width)[None, :]
+            prompt_end = tf.where((steps > 0) & tf.equal(context, end_token), steps, width)
+            forced_until = tf.minimum(tf.reduce_min(prompt_end, axis=1), context_length)
+            start_time = tf.maximum(tf.reduce_min(forced_until) - 1, 0)
+            if context.shape[1] is None or context.shape[1] > 1:
+                _, state["cache"] = run_blocks(context[:, :-1], 0, state["cache"])
+            forced_ids = context[:, 1:]
+            start_tokens = tf.gather(context, start_time, axis=1)
+
+        def make_step(beam_width: int | None = None) -> Any:
+            def step(token_ids: Any, time: Any, loop_state: dict) -> tuple[Any, dict]:
+                beams = None
+                if beam_width is not None:
+                    # This step writes each hypothesis' own slot.
+                    slot = tf.range(tf.shape(token_ids)[0]) % beam_width
+                    now = tf.equal(tf.range(max_length), time)[None, :]
+                    ancestry = tf.where(now, slot[:, None], loop_state["ancestry"])
+                    loop_state = {**loop_state, "ancestry": ancestry}
+                    beams = (beam_width, ancestry)
+                x, caches = run_blocks(token_ids[:, None], time, loop_state["cache"], beams)
+                logits = self._logits(x)[:, 0]
+                if "context" in loop_state:
+                    logits = force_context(
+                        logits, time, loop_state["context"], loop_state["context_length"]
+                    )
+                return logits, {**loop_state, "cache": caches}
+
+            return step
+
+        return _Inference(make_step, state, start_tokens, start_time, forced_ids, batch)
 
     def _teacher_forcing(
         self,

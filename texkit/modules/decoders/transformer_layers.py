@@ -9,7 +9,7 @@ import keras
 import tensorflow as tf
 
 from texkit.core.attention import MultiHeadAttention
-from texkit.modules.decoders.decoding import where_batch
+from texkit.modules.decoders.decoding import forced_logits, where_batch
 from texkit.modules.encoders.transformer_encoder import (
     TransformerBlock,
     _layer_norm,
@@ -17,9 +17,6 @@ from texkit.modules.encoders.transformer_encoder import (
 )
 
 __all__ = ["DecoderBlock", "TiedOutput", "force_context"]
-
-# The logits of every token but the forced one at a context step: exp() underflows to exactly 0.
-FORCED_OUT = -1e9
 
 
 class DecoderBlock(TransformerBlock):
@@ -70,22 +67,48 @@ class DecoderBlock(TransformerBlock):
         return self._feedforward(x, training)
 
     def step(
-        self, x: Any, cache: Any, time: Any, memory_kv: Any, memory_mask: Any, training: Any
+        self,
+        x: Any,
+        cache: Any,
+        time: Any,
+        memory_kv: Any,
+        memory_mask: Any,
+        training: Any,
+        beams: tuple[int, Any] | None = None,
     ) -> tuple[Any, Any]:
-        """Queries at steps ``time ..`` against the cache and the projected memory."""
+        """Queries at steps ``time ..`` against the cache and the projected memory.
+
+        ``beams``: ``(beam_width, ancestry)`` when the rows are beam search's hypotheses over
+        caches that never move (see :meth:`MultiHeadAttention.call_cached_beams`); the memory
+        then has one row per example, not per hypothesis.
+        """
         new_cache = []
 
         def self_attend(y: Any) -> Any:
-            outputs, written = self.self_attention.call_cached(y, cache, time, training=training)
+            if beams is None:
+                outputs, written = self.self_attention.call_cached(
+                    y, cache, time, training=training
+                )
+            else:
+                width, ancestry = beams
+                outputs, written = self.self_attention.call_cached_beams(
+                    y, cache, time, ancestry, width
+                )
             new_cache.append(written)
             return outputs
 
+        def cross_attend(y: Any) -> Any:
+            if beams is None:
+                return self.cross_attention.attend(y, memory_kv, memory_mask, training=training)
+            # Every hypothesis of an example attends to the example's one memory: its queries
+            # go in as that example's queries.
+            shape = tf.shape(y)
+            grouped = tf.reshape(y, [-1, beams[0] * shape[1], y.shape[-1]])
+            outputs = self.cross_attention.attend(grouped, memory_kv, memory_mask)
+            return tf.reshape(outputs, [shape[0], shape[1], outputs.shape[-1]])
+
         x = self._residual(x, self.attention_norm, self_attend, training)
-        x = self._attend_memory(
-            x,
-            lambda y: self.cross_attention.attend(y, memory_kv, memory_mask, training=training),
-            training,
-        )
+        x = self._attend_memory(x, cross_attend, training)
         return self._feedforward(x, training), new_cache[0]
 
 
@@ -115,12 +138,12 @@ class TiedOutput(keras.layers.Layer):
 
 
 def force_context(logits: Any, time: Any, context: Any, context_length: Any) -> Any:
-    """At step ``time``, rows whose context goes on past ``time`` get the logits of its next
-    token (0 for it, ``-1e9`` for every other), so every algorithm picks it with probability 1
-    and it adds nothing to a hypothesis' log-probability."""
+    """At step ``time``, rows whose context goes on past ``time`` get the
+    :func:`~texkit.modules.decoders.forced_logits` of its next token (0 for it, ``-1e9`` for every
+    other), so every algorithm picks it with probability 1 and it adds nothing to a hypothesis'
+    log-probability."""
     position = time + 1
     forced = position < context_length
     index = tf.minimum(position, tf.shape(context)[1] - 1)
     token = tf.gather(context, index, axis=1)
-    one_hot = tf.one_hot(token, tf.shape(logits)[-1], on_value=True, off_value=False)
-    return where_batch(forced, tf.where(one_hot, 0.0, FORCED_OUT), logits)
+    return where_batch(forced, forced_logits(token, tf.shape(logits)[-1]), logits)
