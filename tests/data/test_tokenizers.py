@@ -19,11 +19,13 @@ import tensorflow as tf
 from texkit.data import BERTTokenizer
 from texkit.data._text_normalization import (
     _BLOCK_BITS,
+    _FAST_CANDIDATES,
     _NO_VALUE,
+    _deleted,
     _lookup_tables,
     _unicode_tables,
 )
-from texkit.data.tokenizers import _longest_first, _truncate
+from texkit.data.tokenizers import _fast_safe_ranges, _longest_first, _truncate
 from texkit.pretrained import CheckpointError
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "minilm" / "reference.json"
@@ -308,63 +310,97 @@ def test_bad_arguments_are_named(tmp_path):
         encode(tf.constant(["a", "b"]), tf.constant(["c", "d", "e"]))
 
 
-# -- the ASCII fast path ------------------------------------------------------------------------
+# -- the FastBertTokenizer shortcut ---------------------------------------------------------------
 
-# Every printable ASCII character as a word and as a continuation, so the ids spell the words.
-ASCII_VOCAB = (
-    SPECIALS + [chr(cp) for cp in range(33, 127)] + ["##" + chr(cp) for cp in range(33, 127)]
-)
-ASCII_VOCAB += ["ab", "##ab", "Ab", "word", "##word", "é", "##é", "ж", "##ж"]
-# Tokens no word matches: with punctuation (the fast path's wordpiece model leaves them out) and
+# Every character the shortcut may see, as a word and as a continuation, so the ids spell the
+# words and where they split.
+SPELLING = [
+    chr(cp)
+    for cp in range(0x21, _FAST_CANDIDATES)
+    if not _deleted()[cp] and not chr(cp).isspace() and not 0xD800 <= cp < 0xE000
+]
+FAST_VOCAB = SPECIALS + SPELLING + ["##" + c for c in SPELLING]
+FAST_VOCAB += ["ab", "##ab", "Ab", "word", "##word"]
+# Tokens no word matches: with punctuation (the shortcut's wordpiece model leaves them out) and
 # with whitespace (which it must not see: "a b" made it give [UNK] for "a" before a space).
-ASCII_VOCAB += ["a.b", "...", "[unused0]", "##a.", "a b", "##b\ta", "Ab\u00a0"]
-ASCII_VOCAB.append("\x80" + str(ASCII_VOCAB.index("a b")))  # what the fast path puts for "a b"
+FAST_VOCAB += ["a.b", "...", "[unused0]", "##a.", "a b", "##b\ta", "Ab\u00a0"]
+FAST_VOCAB.append("\x80" + str(FAST_VOCAB.index("a b")))  # what the shortcut puts for "a b"
 
 
 @pytest.fixture(scope="module", params=[True, False], ids=["uncased", "cased"])
-def ascii_tokenizer(request, tmp_path_factory):
-    path = write_vocab(tmp_path_factory.mktemp("ascii"), ASCII_VOCAB)
+def fast_tokenizer(request, tmp_path_factory):
+    path = write_vocab(tmp_path_factory.mktemp("fast"), FAST_VOCAB)
     return BERTTokenizer(path, lowercase=request.param)
 
 
+def safe_code_points(tok):
+    return [cp for first, last in _fast_safe_ranges(tok.lowercase) for cp in range(first, last + 1)]
+
+
 def both_paths(tok, texts):
-    """The ids of the ASCII fast path and of the per-code-point table, as lists."""
+    """The ids of the FastBertTokenizer shortcut and of the per-code-point table, as lists."""
     texts = tf.constant(texts)
-    return tok._tokenize_ascii(texts).to_list(), tok._tokenize_table(texts).to_list()
+    return tok._tokenize_fast(texts).to_list(), tok._tokenize_table(texts).to_list()
 
 
-def test_ascii_fast_path_equals_the_table_on_every_ascii_character(ascii_tokenizer):
-    tok = ascii_tokenizer
-    texts = []
-    for cp in range(128):
-        c = chr(cp)
-        texts += [c, c * 3, f"a{c}b", f"Ab{c}", f"{c}ab", f"A {c} B", f"word{c}{c}Word", f"x{c}\ty"]
+def contexts(c):
+    return [c, c * 3, f"a{c}b", f"Ab{c}", f"{c}ab", f"A {c} B", f"word{c}{c}Word", f"x{c}\ty"]
+
+
+def test_the_shortcut_equals_the_table_on_every_character_it_takes(fast_tokenizer):
+    tok = fast_tokenizer
+    texts = [text for cp in safe_code_points(tok) for text in contexts(chr(cp))]
+    assert all(tok._takes_fast_path(tf.constant(texts)).numpy())
     fast, table = both_paths(tok, texts)
     for text, got, expected in zip(texts, fast, table, strict=True):
         assert got == expected, repr(text)
-    # And through tokenize, which routes the rows.
-    assert tok.tokenize(texts).to_list() == table
 
 
-def test_ascii_fast_path_equals_the_table_on_random_ascii(ascii_tokenizer, tmp_path):
+def test_the_shortcut_takes_common_text_and_leaves_out_what_differs(fast_tokenizer):
+    tok = fast_tokenizer
+    safe = {chr(cp) for cp in safe_code_points(tok)}
+    for c in "aZ09 \t\n\r.,;!?'\"-éèàçñÑüÖ¿¡“”‘’—–…«»€£жЖщαβω":
+        assert c in safe or (tok.lowercase and c == "…"), repr(c)
+    unsafe = "\x00\x07\x0b\x0c\x7f\x80\ufffd\ue000Ａ一"  # controls, private use; past U+3000
+    # Uncased: what NFKC_Casefold folds, the final sigma; cased: a character NFC composes.
+    unsafe += "ßΣ…ﬁ①½Ⅻ" if tok.lowercase else "\u0301"
+    for c in unsafe:
+        assert c not in safe, repr(c)
+    # Rows with them take the table, and every row gives the table's ids through tokenize.
+    texts = [text for c in unsafe + "ΣßéЖ" for text in contexts(c)]
+    routed = tok._takes_fast_path(tf.constant(texts)).numpy()
+    assert not any(routed[i] for i, text in enumerate(texts) if any(c in text for c in unsafe))
+    texts += ["ж" * 40, "ж" * 33 + " " + "ж" * 33, "a" * 150, b"caf\xffe ab"]
+    routed = tok._takes_fast_path(tf.constant(texts)).numpy()
+    assert list(routed[-4:]) == [False, True, True, False]  # a long non-ASCII run; bad UTF-8
+    assert tok.tokenize(texts).to_list() == tok._tokenize_table(tf.constant(texts)).to_list()
+
+
+def test_the_shortcut_equals_the_table_on_random_text(fast_tokenizer):
+    tok = fast_tokenizer
     rng = np.random.default_rng(0)
-    # All 128 characters, letters and spaces more often, so that there are words.
-    alphabet = [chr(cp) for cp in range(128)] + list("abcABC  ") * 8
+    # ASCII, the characters the shortcut takes and some it does not; letters and spaces often.
+    safe = [chr(cp) for cp in safe_code_points(tok)]
+    alphabet = [chr(cp) for cp in range(128)] + list(rng.choice(safe, 200))
+    alphabet += list("ßΣﬁ①\u0301\u00ad\ufffdＡ") + list("abcABC  ") * 8
     texts = ["".join(rng.choice(alphabet, size=rng.integers(0, 40))) for _ in range(3000)]
-    fast, table = both_paths(ascii_tokenizer, texts)
-    for text, got, expected in zip(texts, fast, table, strict=True):
-        assert got == expected, repr(text)
-    # The word limit, hit often: ASCII counts bytes, the table characters.
-    short = BERTTokenizer(
-        ascii_tokenizer.vocab_file, lowercase=ascii_tokenizer.lowercase, max_chars_per_word=3
-    )
-    fast, table = both_paths(short, texts)
-    assert fast == table
+    table = tok._tokenize_table(tf.constant(texts)).to_list()
+    assert tok.tokenize(texts).to_list() == table
+    taken = tok._takes_fast_path(tf.constant(texts)).numpy()
+    assert 300 < taken.sum() < 2900
+    fast = tok._tokenize_fast(
+        tf.constant([t for t, x in zip(texts, taken, strict=True) if x])
+    ).to_list()
+    assert fast == [ids for ids, x in zip(table, taken, strict=True) if x]
+    # The word limit, hit often: FastBertTokenizer counts bytes, the table characters.
+    short = BERTTokenizer(tok.vocab_file, lowercase=tok.lowercase, max_chars_per_word=3)
+    table = short._tokenize_table(tf.constant(texts)).to_list()
+    assert short.tokenize(texts).to_list() == table
     assert any(short.unk_id in ids for ids in table)
 
 
-def test_mixed_batches_keep_their_order_and_equal_one_row_at_a_time(ascii_tokenizer):
-    tok = ascii_tokenizer
+def test_mixed_batches_keep_their_order_and_equal_one_row_at_a_time(fast_tokenizer):
+    tok = fast_tokenizer
     rows = [
         "Hello, world!",
         "Café, école",

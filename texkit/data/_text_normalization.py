@@ -215,3 +215,54 @@ def _lookup_tables(lowercase: bool) -> _Lookup:
         row_values=row_values,
         row_lengths=row_lengths,
     )
+
+
+# --- where tf_text's FastBertTokenizer gives the reference's words -------------------------------
+
+_FAST_CANDIDATES = 0x3000  # code points probed for the fast path: Latin to general punctuation
+
+
+@functools.lru_cache(maxsize=1)
+def _composition_seconds() -> frozenset[int]:
+    """Code points that NFC may compose with the character before them (the second of a
+    canonical decomposition pair)."""
+    seconds = set()
+    for cp in range(_NUM_CODE_POINTS):
+        parts = unicodedata.decomposition(chr(cp)).split()
+        if len(parts) == 2 and not parts[0].startswith("<"):
+            seconds.add(int(parts[1], 16))
+    return frozenset(seconds)
+
+
+def _fast_path_candidates(lowercase: bool) -> list[int]:
+    """The code points below :data:`_FAST_CANDIDATES` whose treatment by the reference does not
+    depend on their neighbours, so that probing each one alone tells how it is treated in any
+    text: not the capital sigma (uncased: ``str.lower``'s final sigma), not the characters NFC may
+    compose (cased: NFC runs over the text), not the Hangul jamo, no surrogates."""
+    seconds = _composition_seconds()
+    candidates = []
+    for cp in range(_FAST_CANDIDATES):
+        char = chr(cp)
+        if 0xD800 <= cp < 0xE000 or (lowercase and char == _SIGMA):
+            continue
+        if 0x1100 <= cp <= 0x11FF:
+            continue  # Hangul jamo: NFC composes them algorithmically, not by decomposition pairs
+        combining = unicodedata.combining(char) > 0
+        if lowercase and combining and unicodedata.category(char) != "Mn":
+            continue  # kept, and NFD may reorder it
+        if not lowercase and (
+            combining or cp in seconds or unicodedata.normalize("NFC", char) != char
+        ):
+            continue
+        candidates.append(cp)
+    return candidates
+
+
+def _probe_words(cp: int, lowercase: bool) -> list[str]:
+    """The words the table path makes of ``"a" + chr(cp) + "b"``."""
+    middle = "" if _deleted()[cp] else _char_output(cp, lowercase)
+    text = "a" + middle + "b"
+    if not lowercase:
+        text = unicodedata.normalize("NFC", text)
+        text = "".join(f" {c} " if _is_punctuation(c) else c for c in text)
+    return [word for word in text.split(" ") if word]

@@ -41,25 +41,19 @@ the words; ``tf_text.FastWordpieceTokenizer`` (``no_pretokenization=True``: Word
 linear-time equivalent of greedy longest-match-first) makes the wordpieces. On the 178,000
 strings above this gives the reference's ids in both modes without exception.
 
-Texts of pure ASCII (most English text) take a shortcut with the same result: on ASCII the table
-only deletes control characters (but tab, newline and carriage return), lowercases and splits off
-the ASCII symbols, so a regular expression deletes those characters, ``tf.strings.lower``
-lowercases, and a second ``FastWordpieceTokenizer`` (``no_pretokenization=False``) splits on
-whitespace and on the same symbols itself and makes the wordpieces, in C++; in ASCII its limit in
-bytes is the limit in characters. Which ASCII characters are deleted is read from the table (and
-the rest of it checked) when the tokenizer is made; the tests compare the two ways on every ASCII
-character, alone and inside words, and on random ASCII strings, in both modes. Other rows take
-the table, batches mixing both are split and put back in order.
-
-Speed, measured on ``benchmarks/tokenization.py``'s 50,000 sentences (40,254 of BBC news, 9,746
-Bible verses, half of them Spanish; 88% pure ASCII) in its ``tf.data`` pipeline (batches of 256,
-``encode`` to 128 ids) on a 2-CPU machine shared with other jobs, the three in the same run:
-texkit before the shortcut (and with a slower table lookup) 39,000 sentences/s (1.1 million
-wordpieces/s), texkit 94,000 sentences/s (2.6 million), ``FastBertTokenizer`` followed by the
-same packing 153,000 (4.3 million): 0.61 of its speed, where it was 0.26 (0.6 to 0.7 over
-several runs). On ASCII texts alone the tokenization proper runs about as fast as
-``FastBertTokenizer``'s; the rest is the table, for the other rows (some 3 times slower per row),
-and the packing. Pairs: 17,500 pairs/s before, 54,000 after.
+Most texts take a shortcut with the same result: ``tf_text.FastBertTokenizer`` itself, one C++
+op, on the rows whose characters it is known to treat as the reference does. Which characters
+those are is measured when the first tokenizer of a mode is made: every code point below U+3000
+whose treatment does not depend on its neighbours is run between two letters through
+``FastBertTokenizer`` and through the table, with a vocabulary that spells out every output
+character, and kept only if the words agree. That keeps ASCII but its control characters, the
+accented Latin letters, Greek (but the capital sigma) and Cyrillic, the general punctuation
+(curly quotes, dashes), and leaves out what the list above names (``ß``, ligatures,
+compatibility and control characters...). A regular expression then sends each row whose
+characters are all kept, and whose words are short enough that counting bytes or characters
+cannot differ, to ``FastBertTokenizer``; other rows take the table, and batches mixing both are
+split and put back in order. The tests compare the two ways on every kept character, in words
+and in random strings, in both modes.
 
 Cased vocabularies (``lowercase=False``) keep case and accents, as the original: no accent is
 stripped, the text is only cleaned, NFC-normalized and split.
@@ -79,6 +73,7 @@ Known differences from the reference, all deliberate or negligible:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any
@@ -89,15 +84,16 @@ import tensorflow_text as tf_text
 
 from texkit.data._text_normalization import (
     _BLOCK_BITS,
+    _FAST_CANDIDATES,
     _FINAL_SIGMA,
     _KEEP,
     _NO_VALUE,
     _SIGMA,
     _char_class,
-    _is_punctuation,
+    _fast_path_candidates,
     _lookup_tables,
+    _probe_words,
     _ranges,
-    _Tables,
     _unicode_tables,
 )
 
@@ -228,7 +224,6 @@ class BERTTokenizer(tf.Module):
         self._row_lengths = tf.constant(lookup.row_lengths)
         self._final_sigma_pattern = tables.final_sigma_pattern
         self._punctuation_pattern = tables.punctuation_pattern
-        self._ascii_deleted_pattern = _ascii_deleted_pattern(tables, lowercase)
         self._wordpiece = tf_text.FastWordpieceTokenizer(
             vocab=list(self._vocab),
             suffix_indicator="##",
@@ -238,24 +233,25 @@ class BERTTokenizer(tf.Module):
             unknown_token=UNK_TOKEN,
             no_pretokenization=True,
         )
-        # ASCII rows: this one splits on whitespace and punctuation itself, and in ASCII a
-        # character is a byte, so its byte limit is the character limit. It leaves out the
-        # tokens that hold punctuation, which no word matches; a vocabulary of such tokens only
-        # (a toy one) has none left, and its texts all take the table. A token that holds
-        # whitespace, which no word matches either, would make it give [UNK] for a word that
-        # starts the same (with "a b" in the vocabulary, "a c" would be [UNK] [UNK]): it gets
-        # such tokens as strings no ASCII text holds, in their place, so the ids stay.
+        # Rows of characters on which FastBertTokenizer is known to give the table's words take
+        # it (see _fast_path_patterns). It leaves out the tokens that hold punctuation, which no
+        # word matches; a vocabulary of such tokens only (a toy one) has none left, and its
+        # texts all take the table. A token that holds whitespace, which no word matches either,
+        # would make it give [UNK] for a word that starts the same (with "a b" in the
+        # vocabulary, "a c" would be [UNK] [UNK]): it gets such tokens as strings no text it
+        # sees holds, in their place, so the ids stay.
+        self._fast_patterns = _fast_path_patterns(lowercase, max_chars_per_word)
         try:
-            self._ascii_wordpiece = tf_text.FastWordpieceTokenizer(
+            self._fast = tf_text.FastBertTokenizer(
                 vocab=_without_whitespace(self._vocab),
                 suffix_indicator="##",
                 max_bytes_per_word=max_chars_per_word,
                 token_out_type=tf.int32,
                 unknown_token=UNK_TOKEN,
-                no_pretokenization=False,
+                lower_case_nfd_strip_accents=lowercase,
             )
         except RuntimeError:
-            self._ascii_wordpiece = None
+            self._fast = None
         self._vocab_tensor = tf.constant(self._vocab)
 
     @classmethod
@@ -528,39 +524,37 @@ class BERTTokenizer(tf.Module):
     def _tokenize_batch(self, texts: tf.Tensor) -> tf.RaggedTensor:
         """``[batch]`` strings to ``[batch, (tokens)]`` int32 wordpiece ids.
 
-        Rows of pure ASCII (most English text) take :meth:`_tokenize_ascii`, the others
-        :meth:`_tokenize_table`; the rows come back in their order.
+        Rows that :meth:`_takes_fast_path` accepts (most text in Latin, Greek or Cyrillic script)
+        take :meth:`_tokenize_fast`, the others :meth:`_tokenize_table`; the rows come back in
+        their order.
         """
-        if self._ascii_wordpiece is None:
+        if self._fast is None:
             return self._tokenize_table(texts)
-        is_ascii = tf.strings.regex_full_match(texts, "[\\x00-\\x7f]*")
+        is_fast = self._takes_fast_path(texts)
 
         def mixed() -> tf.RaggedTensor:
-            part = tf.cast(is_ascii, tf.int32)
-            other_rows, ascii_rows = tf.dynamic_partition(texts, part, 2)
-            other_index, ascii_index = tf.dynamic_partition(tf.range(tf.size(texts)), part, 2)
-            ids = [self._tokenize_ascii(ascii_rows), self._tokenize_table(other_rows)]
-            order = tf.math.invert_permutation(tf.concat([ascii_index, other_index], 0))
+            part = tf.cast(is_fast, tf.int32)
+            other_rows, fast_rows = tf.dynamic_partition(texts, part, 2)
+            other_index, fast_index = tf.dynamic_partition(tf.range(tf.size(texts)), part, 2)
+            ids = [self._tokenize_fast(fast_rows), self._tokenize_table(other_rows)]
+            order = tf.math.invert_permutation(tf.concat([fast_index, other_index], 0))
             return tf.gather(tf.concat(ids, 0), order)
 
-        # A batch of ASCII only skips the table's ops (on no rows), which cost some 15%.
-        return tf.cond(tf.reduce_all(is_ascii), lambda: self._tokenize_ascii(texts), mixed)
+        # A batch of fast rows only skips the table's ops (on no rows), which cost some 15%.
+        return tf.cond(tf.reduce_all(is_fast), lambda: self._tokenize_fast(texts), mixed)
 
-    def _tokenize_ascii(self, texts: tf.Tensor) -> tf.RaggedTensor:
-        """:meth:`_tokenize_table` for ASCII strings, some 3 times faster.
+    def _takes_fast_path(self, texts: tf.Tensor) -> tf.Tensor:
+        """``[batch]`` bools: the rows :meth:`_tokenize_fast` tokenizes as the table does."""
+        characters, runs = self._fast_patterns
+        return tf.logical_and(
+            tf.strings.regex_full_match(texts, characters), tf.strings.regex_full_match(texts, runs)
+        )
 
-        On ASCII the table deletes the control characters but tab, newline and carriage
-        return, makes those three spaces, lowercases A-Z (uncased) and surrounds the ASCII
-        symbols with spaces (uncased; cased, the punctuation pattern does); CJK spacing, NFC,
-        accents and the final sigma do nothing. ``_ascii_deleted_pattern`` checks this on the
-        table. So deleting, lowercasing and ``FastWordpieceTokenizer``'s own split on
-        whitespace and on these same symbols give the same words, in C++, and in ASCII its
-        byte limit is the character limit.
-        """
-        texts = tf.strings.regex_replace(texts, self._ascii_deleted_pattern, "")
-        if self._lowercase:
-            texts = tf.strings.lower(texts)
-        return self._ascii_wordpiece.tokenize(texts)
+    def _tokenize_fast(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        """:meth:`_tokenize_table` for the rows :meth:`_takes_fast_path` accepts, in one C++ op
+        (``tf_text.FastBertTokenizer``: normalization, split on whitespace and punctuation,
+        WordPiece)."""
+        return self._fast.tokenize(texts)
 
     def _tokenize_table(self, texts: tf.Tensor) -> tf.RaggedTensor:
         """``[batch]`` strings to wordpiece ids through the per-code-point table (any text)."""
@@ -599,30 +593,67 @@ def _without_whitespace(vocab: tuple[str, ...]) -> list[str]:
     return tokens
 
 
-def _ascii_deleted_pattern(tables: _Tables, lowercase: bool) -> str:
-    """The RE2 class of the ASCII characters the table deletes, after checking the others.
+@functools.lru_cache(maxsize=2)
+def _fast_safe_ranges(lowercase: bool) -> tuple[tuple[int, int], ...]:
+    """The code points on which ``FastBertTokenizer`` gives the table path's words, as ranges.
 
-    :meth:`BERTTokenizer._tokenize_ascii` relies on the table making every other ASCII
-    character itself, a space (whitespace), its lowercase (uncased) or itself between spaces
-    (an ASCII symbol, uncased; cased, the punctuation pattern splits it off).
+    Each candidate (:func:`_fast_path_candidates`: the code points below U+3000 whose treatment
+    does not depend on their neighbours) is probed between two letters, ``"a" + c + "b"``: its
+    ids from ``FastBertTokenizer`` must equal those of the words the table makes of the probe
+    (:func:`_probe_words`), with a vocabulary that holds every character either side outputs,
+    alone and as a ``##`` continuation, so that the ids spell the words and where they split.
+    That rules out whatever the two treat differently (see the module docstring): control and
+    private-use characters, compatibility characters, ``ß``... The result depends only on the
+    mode; it is computed once per process.
     """
-    deleted = []
-    for cp in range(128):
-        char = chr(cp)
-        index = int(tables.range_rows[int(tables.range_starts.searchsorted(cp, "right")) - 1])
-        row = tables.row_values[tables.row_splits[index] : tables.row_splits[index + 1]]
-        out = "".join(char if value == _KEEP else chr(value) for value in row.tolist())
-        symbol = _is_punctuation(char)
-        if out == "":
-            deleted.append(cp)
-        elif not (
-            (out == " " and char.isspace() and char in " \t\n\r")
-            or (out == (char.lower() if lowercase else char) and not symbol)
-            or (out == (f" {char} " if lowercase else char) and symbol)
-        ):
-            raise RuntimeError(f"BERTTokenizer: unexpected ASCII normalization {char!r}: {out!r}")
-    mask = [cp in deleted for cp in range(128)]
-    return _char_class(_ranges(np.array(mask, bool)))
+    candidates = _fast_path_candidates(lowercase)
+    probes = ["a" + chr(cp) + "b" for cp in candidates]
+    want = [_probe_words(cp, lowercase) for cp in candidates]
+    normalizer = tf_text.FastBertNormalizer(lower_case_nfd_strip_accents=lowercase)
+    normalized = normalizer.normalize(tf.constant(probes)).numpy().tolist()
+    chars = {c for words in want for word in words for c in word}
+    chars |= {c for text in normalized for c in text.decode("utf-8", "replace")}
+    chars = sorted(c for c in chars if not c.isspace())
+    vocab = [UNK_TOKEN, *chars, *("##" + c for c in chars)]
+    index = {token: i for i, token in enumerate(vocab)}
+    fast = tf_text.FastBertTokenizer(
+        vocab=vocab,
+        token_out_type=tf.int32,
+        unknown_token=UNK_TOKEN,
+        lower_case_nfd_strip_accents=lowercase,
+    )
+    got = fast.tokenize(tf.constant(probes)).to_list()
+    safe = np.zeros(_FAST_CANDIDATES, bool)
+    for cp, words, ids in zip(candidates, want, got, strict=True):
+        spelled = [
+            index.get(piece) for word in words for piece in [word[0], *("##" + c for c in word[1:])]
+        ]
+        safe[cp] = None not in spelled and spelled == ids
+    return tuple(_ranges(safe))
+
+
+def _fast_path_patterns(lowercase: bool, max_chars_per_word: int) -> tuple[str, str]:
+    """Two RE2 patterns that together accept the texts ``FastBertTokenizer`` tokenizes as the
+    table does.
+
+    The first accepts texts of safe characters only (:func:`_fast_safe_ranges`). The second
+    makes the word limits agree: ``FastBertTokenizer`` counts bytes, the reference characters.
+    In ASCII the two are the same; below U+3000 a character is at most 3 bytes, so a text whose
+    runs without whitespace have at most ``max_chars_per_word // 3`` characters never reaches
+    either limit. (One pattern for both is too large for RE2's fast matcher.)
+    """
+    safe = np.zeros(_FAST_CANDIDATES, bool)
+    for first, last in _fast_safe_ranges(lowercase):
+        safe[first : last + 1] = True
+    if not safe[[ord(c) for c in " \t\n\ra"]].all():
+        raise RuntimeError("BERTTokenizer: FastBertTokenizer does not treat ASCII as expected")
+    characters = f"{_char_class(_ranges(safe))}*"
+    run = min(max_chars_per_word // 3, 100)
+    if run < 1:
+        return characters, "[\\x00-\\x7f]*"
+    space, word = "[ \\t\\n\\r]", "[^ \\t\\n\\r]"
+    runs = f"[\\x00-\\x7f]*|{space}*(?:{word}{{1,{run}}}{space}+)*(?:{word}{{1,{run}}})?"
+    return characters, runs
 
 
 def _longest_first(first: tf.Tensor, second: tf.Tensor, budget: int) -> tuple[tf.Tensor, tf.Tensor]:
