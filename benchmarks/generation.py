@@ -13,10 +13,9 @@ every output's length is checked:
   ``beam_search(beam_width=4, length_penalty=0)``, both with ``context=`` the prompts,
   ``end_token=-1`` (never chosen) and ``max_decoding_length = 15 + new tokens`` (the decoder
   starts from the prompt's first token; the next 15 are forced, then it decodes on its own), each
-  in a ``tf.function``, without and with ``jit_compile=True``. texkit feeds the prompt through the
-  cached step one token at a time (no parallel prefill), and its greedy loop also collects the
-  logits of every step (``[batch, time, vocab]`` float32, part of its output); both are in its
-  figures.
+  in a ``tf.function``, without and with ``jit_compile=True``. texkit runs the prompt through its
+  blocks in one pass, and its greedy loop also collects the logits of every step (``[batch,
+  time, vocab]`` float32, part of its output); both are in its figures.
 * KerasHub: ``keras_hub.models.GPT2CausalLM(backbone=GPT2Backbone(...), preprocessor=None)``,
   compiled with ``sampler="greedy"`` or ``sampler=BeamSampler(num_beams=4)``, ``generate`` on a
   dict of ``token_ids`` / ``padding_mask`` of ``[batch, 16 + new tokens]`` (without a

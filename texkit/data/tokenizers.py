@@ -53,7 +53,9 @@ compatibility and control characters...). A regular expression then sends each r
 characters are all kept, and whose words are short enough that counting bytes or characters
 cannot differ, to ``FastBertTokenizer``; other rows take the table, and batches mixing both are
 split and put back in order. The tests compare the two ways on every kept character, in words
-and in random strings, in both modes.
+and in random strings, in both modes. Speed (``benchmarks/RESULTS.md``): 0.80 of
+``FastBertTokenizer`` with the same packing on 100,000 real sentences, where the table on every
+row ran at 0.26 and an ASCII-only shortcut at 0.62; the difference left is the check.
 
 Cased vocabularies (``lowercase=False``) keep case and accents, as the original: no accent is
 stripped, the text is only cleaned, NFC-normalized and split.
