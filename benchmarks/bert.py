@@ -56,10 +56,14 @@ Parts (``--parts``):
    Both are compiled with the same optimizer, the one of ``hparams/bert_classifier.yaml``
    (AdamW, weight decay 0.01, epsilon 1e-6, global norm clipping 1.0; a constant rate 1e-4 in
    place of its warmup schedule), the same loss, no metrics, and ``jit_compile`` False and True.
-   ``--finetune-configs`` (default ``minilm``: base's step is slow) picks the sizes.
+   ``--finetune-configs`` (default ``minilm``: base's step is slow) picks the sizes, and
+   ``--finetune-policies`` the Keras dtype policies both models are built under (default
+   ``float32``; ``mixed_bfloat16`` runs the matrix products in bfloat16, which CPUs with AMX
+   multiply several times faster than float32, and keeps float32 weights).
 3. ``limit``: the machine's throughput on a large float32 matrix product (``tf.matmul`` of two
    4,096 x 4,096 matrices in a ``tf.function``; ``torch.matmul`` in the torch worker, with
-   ``os.cpu_count()`` threads, beside it for reference), and each forward's achieved GFLOP/s as
+   ``os.cpu_count()`` threads, and ``tf.matmul`` of the same matrices in bfloat16, beside it for
+   reference), and each forward's achieved GFLOP/s as
    a fraction of the ``tf.matmul`` figure. A forward's FLOPs are counted analytically, 2 per
    multiply-add of every dense layer and of the attention score and context products, for L
    layers, hidden size H, intermediate size I, batch B, length T::
@@ -81,7 +85,8 @@ equivalence check still runs, on 2 x 16 ids (``--quick --configs minilm`` or ``b
 tiny batch but builds the real sizes).
 
     python benchmarks/bert.py [--repeats 5] [--budget 60] [--configs minilm,base]
-        [--finetune-configs minilm] [--parts forward,finetune,limit] [--torch-threads 2,1]
+        [--finetune-configs minilm] [--finetune-policies float32,mixed_bfloat16]
+        [--parts forward,finetune,limit] [--torch-threads 2,1]
         [--batch 32] [--length 128] [--matmul 4096] [--quick]
 """
 
@@ -409,8 +414,23 @@ def forward_cases(
     return cases, attention
 
 
-def finetune_cases(config: str, batch: int, length: int) -> list[Case]:
-    """The training-step figures of one config (work: examples)."""
+def finetune_key(config: str, policy: str) -> str:
+    """The name prefix of one config's fine-tuning figures under a Keras dtype policy."""
+    return config if policy == "float32" else f"{config}, {policy}"
+
+
+def finetune_cases(config: str, batch: int, length: int, policy: str) -> list[Case]:
+    """The training-step figures of one config (work: examples), every model built under the
+    Keras dtype policy ``policy`` (texkit's and KerasHub's layers both follow it)."""
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy)
+    try:
+        return _finetune_cases(config, batch, length, finetune_key(config, policy))
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def _finetune_cases(config: str, batch: int, length: int, key: str) -> list[Case]:
     hp = hparams_of(config)
     data = random_batch(hp, batch, length)
     labels = np.random.default_rng(1).integers(0, NUM_CLASSES, [batch]).astype(np.int32)
@@ -435,7 +455,7 @@ def finetune_cases(config: str, batch: int, length: int) -> list[Case]:
             if tuple(out.shape) != (batch, NUM_CLASSES):
                 raise SystemExit(f"{who} {config}: logits shape {out.shape}")
             run = functools.partial(model.train_on_batch, x, labels)
-            cases.append(Case(f"{config}: {who}, {mode}", run, float(batch)))
+            cases.append(Case(f"{key}: {who}, {mode}", run, float(batch)))
     return cases
 
 
@@ -445,12 +465,16 @@ def matmul_cases(worker: Worker, n: int) -> list[Case]:
     a, b = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
     ta, tb = tf.constant(a), tf.constant(b)
     product = tf.function(lambda: tf.matmul(ta, tb))
+    ha, hb = tf.cast(ta, tf.bfloat16), tf.cast(tb, tf.bfloat16)
+    half_product = tf.function(lambda: tf.matmul(ha, hb))
     cpus = os.cpu_count() or 1
     torch_product = functools.partial(worker.call, {"op": "matmul", "n": n, "threads": cpus})
     flops = 2.0 * n**3
     return [
         Case(f"tf.matmul {n}", lambda: product().numpy(), flops),
         Case(f"torch.matmul {n}, {cpus} threads", torch_product, flops),
+        # For reference: what mixed_bfloat16 products reach (AMX on CPUs that have it).
+        Case(f"tf.matmul {n}, bfloat16", lambda: half_product().numpy(), flops),
     ]
 
 
@@ -512,9 +536,12 @@ def report_forward(
     return {"flops": flops, "cases": {n: c.rate for n, c in mine.items()}, "ratios": ratios}
 
 
-def report_finetune(config: str, cases: dict[str, Case], batch: int, length: int) -> dict:
+def report_finetune(
+    config: str, policy: str, cases: dict[str, Case], batch: int, length: int
+) -> dict:
     hp = hparams_of(config)
-    mine = {n: c for n, c in cases.items() if n.startswith(f"{config}: ")}
+    key = finetune_key(config, policy)
+    mine = {n: c for n, c in cases.items() if n.startswith(f"{key}: ")}
     weights = (
         "real MiniLM weights for texkit, random for KerasHub"
         if config == "minilm"
@@ -523,16 +550,16 @@ def report_finetune(config: str, cases: dict[str, Case], batch: int, length: int
     print(
         f"\n### Fine-tuning step, {config} ({hp['num_hidden_layers']} layers, "
         f"{hp['hidden_size']} hidden), {NUM_CLASSES} classes, batch {batch} x {length}; "
-        f"{weights}; AdamW, sparse CE, train_on_batch\n"
+        f"{weights}; AdamW, sparse CE, train_on_batch; dtype policy {policy}\n"
     )
     rows = [[label(c), c.seconds * 1e3, c.rate] for n, c in mine.items()]
     print(table(["contender, mode", "ms per step", "examples/s"], rows))
-    texkit, hub = best(mine, f"{config}: texkit"), best(mine, f"{config}: KerasHub")
+    texkit, hub = best(mine, f"{key}: texkit"), best(mine, f"{key}: KerasHub")
     ratios = {"texkit / KerasHub, best / best": ratio(texkit.rate, hub.rate)}
     for mode, _ in MODES:
-        ours, theirs = mine[f"{config}: texkit, {mode}"], mine[f"{config}: KerasHub, {mode}"]
+        ours, theirs = mine[f"{key}: texkit, {mode}"], mine[f"{key}: KerasHub, {mode}"]
         ratios[f"texkit / KerasHub, {mode}"] = ratio(ours.rate, theirs.rate)
-    print(f"\nexamples/s ratios, {config} (best texkit: {label(texkit)}; KerasHub: {label(hub)})")
+    print(f"\nexamples/s ratios, {key} (best texkit: {label(texkit)}; KerasHub: {label(hub)})")
     print(table(["ratio", "value"], [[k, v] for k, v in ratios.items()]))
     return {"cases": {n: c.rate for n, c in mine.items()}, "ratios": ratios}
 
@@ -565,7 +592,9 @@ def forward_and_limit(
     named = {case.name: case for case in cases}
     limit = named.get(f"tf.matmul {args.matmul}")
     if limit is not None:
-        print(f"\n### Machine limit: float32 {args.matmul} x {args.matmul} products\n")
+        print(
+            f"\n### Machine limit: {args.matmul} x {args.matmul} products (float32 unless named)\n"
+        )
         rows = [[c.name, c.seconds * 1e3, c.rate / 1e9] for c in cases if "matmul" in c.name]
         print(table(["product", "ms", "GFLOP/s"], rows))
         results["matmul_gflops"] = {r[0]: r[2] for r in rows}
@@ -586,6 +615,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--configs", default=None, help="forward: minilm,base (quick: tiny)")
     parser.add_argument(
         "--finetune-configs", default=None, help="fine-tuning: default minilm (quick: tiny)"
+    )
+    parser.add_argument(
+        "--finetune-policies",
+        default="float32",
+        help="fine-tuning: Keras dtype policies, e.g. float32,mixed_bfloat16",
     )
     parser.add_argument("--parts", default="forward,finetune,limit")
     parser.add_argument("--batch", type=int, default=32)
@@ -609,8 +643,10 @@ def main(argv: list[str] | None = None) -> dict:
     torch_threads = list(dict.fromkeys(torch_threads))
     unknown = (set(configs) | set(finetune_configs)) - {"minilm", "base", "tiny"}
     unknown |= parts - {"forward", "finetune", "limit"}
+    policies = args.finetune_policies.split(",")
+    unknown |= set(policies) - {"float32", "mixed_bfloat16", "mixed_float16"}
     if unknown:
-        parser.error(f"unknown config or part: {sorted(unknown)}")
+        parser.error(f"unknown config, part or policy: {sorted(unknown)}")
     keras.utils.set_random_seed(0)
     load_before = os.getloadavg()[0]
     print(machine(*PACKAGES), flush=True)
@@ -627,12 +663,16 @@ def main(argv: list[str] | None = None) -> dict:
     if "finetune" in parts:
         cases = []
         for config in finetune_configs:
-            cases += finetune_cases(config, args.batch, args.length)
+            for policy in policies:
+                cases += finetune_cases(config, args.batch, args.length, policy)
         measure(cases, args.repeats, args.budget)
         named = {case.name: case for case in cases}
         results["finetune"] = {
-            config: report_finetune(config, named, args.batch, args.length)
+            finetune_key(config, policy): report_finetune(
+                config, policy, named, args.batch, args.length
+            )
             for config in finetune_configs
+            for policy in policies
         }
 
     print(

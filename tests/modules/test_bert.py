@@ -84,11 +84,15 @@ def test_pooler_is_tanh_dense_of_the_first_token():
 def test_gelu_new_is_the_tanh_approximation():
     exact = BERTEncoder(TINY)
     approximate = BERTEncoder({**TINY, "hidden_act": "gelu_new"})
-    inner = approximate.encoder.blocks[0].ffn_inner
+    block = approximate.encoder.blocks[0]
     x = np.linspace(-3, 3, 7).astype(np.float32)
     want = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
-    np.testing.assert_allclose(inner.activation(x), want, atol=1e-6)
-    assert not np.allclose(exact.encoder.blocks[0].ffn_inner.activation(x), want, atol=1e-4)
+    np.testing.assert_allclose(block.ffn_activation(x), want, atol=1e-6)
+    # Training applies the fused form of the same function.
+    np.testing.assert_allclose(block.ffn_training_activation(x), want, atol=1e-6)
+    exact_block = exact.encoder.blocks[0]
+    for activation in (exact_block.ffn_activation, exact_block.ffn_training_activation):
+        assert not np.allclose(activation(x), want, atol=1e-4)
 
 
 def test_errors_inside_a_classifier_name_the_key_as_written():

@@ -2,6 +2,7 @@ import math
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests.core.test_attention import numpy_attention
 from tests.harness import check_module_contract
@@ -69,6 +70,28 @@ def test_equals_the_block_formulas(norm):
     mask = np.arange(5)[None, :] < lengths[:, None]
     want = numpy_encoder(encoder, x.astype(np.float64), lengths)
     np.testing.assert_allclose(got[mask], want[mask], atol=2e-5)
+
+
+@pytest.mark.parametrize("norm", ["pre", "post"])
+@pytest.mark.parametrize("activation", ["gelu", {"type": "gelu", "kwargs": {"approximate": True}}])
+def test_training_without_dropout_equals_inference_values_and_gradients(norm, activation):
+    # training=True runs the fused GELU (texkit.core.fused); training=False Keras' own.
+    ffn = {"dim": 16, "activation": activation}
+    encoder = TransformerEncoder({**HPARAMS, "norm": norm, "poswise_feedforward": ffn})
+    x = tf.constant(RNG.normal(size=(3, 5, 8)).astype(np.float32))
+    lengths = tf.constant([5, 2, 4])
+    weights = tf.constant(RNG.normal(size=(3, 5, 8)).astype(np.float32))
+    results = []
+    for training in (True, False):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = encoder(x, sequence_length=lengths, training=training)
+            loss = tf.reduce_sum(y * weights)
+        grads = tape.gradient(loss, [x, *encoder.trainable_variables])
+        results.append([y, *grads])
+    assert len(results[0]) == 2 + 2 * 16 + 2  # y, x; 16 weights a block; the extra norm
+    for fast, plain in zip(*results, strict=True):
+        np.testing.assert_allclose(fast.numpy(), plain.numpy(), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("norm", ["pre", "post"])

@@ -21,6 +21,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from texkit.core import fused
 from texkit.core.layers import get_initializer
 from texkit.hparams import HParamsError, check_positive_int, check_rate
 from texkit.modules.base import ModuleBase
@@ -38,8 +39,9 @@ __all__ = [
 MASK_BIAS = -1e9
 
 
-def dense_2d(dense: keras.layers.Dense, x: Any) -> Any:
-    """``dense(x)`` for ``x [..., input_dim]``, computed on ``x`` folded to ``[-1, input_dim]``.
+def dense_2d(dense: keras.layers.Dense, x: Any, activation: Any = None) -> Any:
+    """``activation(dense(x))`` for ``x [..., input_dim]``, computed on ``x`` folded to
+    ``[-1, input_dim]`` (``activation=None``: ``dense(x)``).
 
     The same values, but the graph holds the matrix product, the bias add and the activation
     next to each other, with no reshape between them, so TensorFlow's CPU graph optimizer fuses
@@ -47,10 +49,11 @@ def dense_2d(dense: keras.layers.Dense, x: Any) -> Any:
     product and the bias add, and the three run as separate ops. Symbolic (Keras functional)
     inputs are passed through as they are.
     """
+    act = activation or (lambda y: y)
     if isinstance(x, keras.KerasTensor) or len(x.shape) == 2:
-        return dense(x)
+        return act(dense(x))
     leading = ops.shape(x)[:-1]
-    y = dense(ops.reshape(x, (-1, x.shape[-1])))
+    y = act(dense(ops.reshape(x, (-1, x.shape[-1]))))
     return ops.reshape(y, (*leading, dense.units))
 
 
@@ -240,7 +243,7 @@ class MultiHeadAttention(ModuleBase):
         # tf.nn.softmax: Keras' softmax warns about a single memory step, a decoder's first.
         weights = tf.nn.softmax(scores, axis=-1)
         if training and hp.dropout_rate > 0:
-            weights = keras.random.dropout(weights, hp.dropout_rate, seed=self.seed_generator)
+            weights = fused.dropout(weights, hp.dropout_rate, self.seed_generator)
         context = ops.matmul(ops.cast(weights, self.compute_dtype), kv.values)
         batch, time = ops.shape(queries)[0], ops.shape(queries)[1]
         context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (-1, hp.num_units))
