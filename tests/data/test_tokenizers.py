@@ -17,6 +17,7 @@ import pytest
 import tensorflow as tf
 
 from texkit.data import BERTTokenizer
+from texkit.data._fast_path import _fast_safe_ranges
 from texkit.data._text_normalization import (
     _BLOCK_BITS,
     _FAST_CANDIDATES,
@@ -25,7 +26,7 @@ from texkit.data._text_normalization import (
     _lookup_tables,
     _unicode_tables,
 )
-from texkit.data.tokenizers import _fast_safe_ranges, _longest_first, _truncate
+from texkit.data.tokenizers import _longest_first, _truncate
 from texkit.pretrained import CheckpointError
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "minilm" / "reference.json"
