@@ -11,6 +11,10 @@ of two orders:
 
 Dropout on the inputs (``embedding_dropout``) comes first in both orders, after the input layer
 norm of the post-norm order. Layer norm and the attention softmax run in float32.
+
+In training, dropout and a GELU feed-forward activation run through :mod:`texkit.core.fused`
+(each one XLA-compiled loop forward and one back; dropout rates are rounded to multiples of
+2**-16); inference computes the activation with the feed-forward matrix product.
 """
 
 from __future__ import annotations
