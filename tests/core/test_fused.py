@@ -169,3 +169,13 @@ def test_each_replica_of_a_mirrored_strategy_computes_the_same():
     for got, expected in zip(results, want, strict=True):
         for value in strategy.experimental_local_results(got):
             np.testing.assert_array_equal(value.numpy(), expected.numpy())
+
+
+def test_eager_calls_of_new_shapes_do_not_retrace_each_time():
+    # Eager training with a new sequence length per batch: the compiled parts are traced for a
+    # generalized shape (XLA still compiles each concrete shape once).
+    generator = keras.random.SeedGenerator(1)
+    before = fused._gelu_forward.experimental_get_tracing_count()
+    for n in range(3, 11):
+        fused.dropout(fused.gelu(tf.ones([2, n, 4])), 0.1, generator)
+    assert fused._gelu_forward.experimental_get_tracing_count() - before <= 2

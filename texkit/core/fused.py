@@ -56,12 +56,12 @@ def _gelu_parts(x: Any, approximate: bool) -> tuple[Any, Any]:
     return h * cdf, cdf + h * (_INV_SQRT_2PI * tf.exp(-0.5 * h * h))
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, reduce_retracing=True)
 def _gelu_forward(x: Any, approximate: bool) -> Any:
     return tf.cast(_gelu_parts(x, approximate)[0], x.dtype)
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, reduce_retracing=True)
 def _gelu_backward(x: Any, dy: Any, approximate: bool) -> Any:
     slope = _gelu_parts(x, approximate)[1]
     return tf.cast(tf.cast(dy, slope.dtype) * slope, x.dtype)
@@ -98,13 +98,13 @@ def training_activation(activation: Any) -> Any:
     return lambda x: gelu(x, approximate=approximate)
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, reduce_retracing=True)
 def _masked_scale(x: Any, bits: Any, threshold: int, scale: float) -> tuple[Any, Any]:
     keep = tf.reshape(bits, tf.shape(x)) >= threshold
     return tf.where(keep, x * tf.cast(scale, x.dtype), tf.zeros_like(x)), keep
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, reduce_retracing=True)
 def _masked_scale_grad(dy: Any, keep: Any, scale: float) -> Any:
     return tf.where(keep, dy * tf.cast(scale, dy.dtype), tf.zeros_like(dy))
 
