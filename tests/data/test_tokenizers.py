@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_text as tf_text
 
 from texkit.data import BERTTokenizer
 from texkit.data._fast_path import _fast_safe_ranges
@@ -26,7 +27,7 @@ from texkit.data._text_normalization import (
     _lookup_tables,
     _unicode_tables,
 )
-from texkit.data.tokenizers import _longest_first, _truncate
+from texkit.data.tokenizers import _longest_first
 from texkit.pretrained import CheckpointError
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "minilm" / "reference.json"
@@ -351,10 +352,14 @@ def contexts(c):
 def test_the_shortcut_equals_the_table_on_every_character_it_takes(fast_tokenizer):
     tok = fast_tokenizer
     texts = [text for cp in safe_code_points(tok) for text in contexts(chr(cp))]
-    assert all(tok._takes_fast_path(tf.constant(texts)).numpy())
+    taken = tok._takes_fast_path(tf.constant(texts)).numpy()
     fast, table = both_paths(tok, texts)
-    for text, got, expected in zip(texts, fast, table, strict=True):
+    for text, got, expected, took in zip(texts, fast, table, taken, strict=True):
         assert got == expected, repr(text)
+        # Every row is taken but those with an [UNK] (uncased, U+2329 decomposes to U+3008,
+        # which this vocabulary cannot spell).
+        assert took == (tok.unk_id not in expected), repr(text)
+    assert taken.mean() > 0.99
 
 
 def test_the_shortcut_takes_common_text_and_leaves_out_what_differs(fast_tokenizer):
@@ -371,9 +376,14 @@ def test_the_shortcut_takes_common_text_and_leaves_out_what_differs(fast_tokeniz
     texts = [text for c in unsafe + "ΣßéЖ" for text in contexts(c)]
     routed = tok._takes_fast_path(tf.constant(texts)).numpy()
     assert not any(routed[i] for i, text in enumerate(texts) if any(c in text for c in unsafe))
-    texts += ["ж" * 40, "ж" * 33 + " " + "ж" * 33, "a" * 150, b"caf\xffe ab"]
+    # The word limit: FastBertTokenizer counts (normalized) bytes, the table characters. A word
+    # within the byte limit is taken; one past it is [UNK] there and redone by the table.
+    long_words = ["ж" * 50, "ж" * 33 + " " + "ж" * 33, "ж" * 51, "ж" * 60 + " ab", "a" * 150]
+    texts += long_words + ["é" * 60, b"caf\xffe ab"]
     routed = tok._takes_fast_path(tf.constant(texts)).numpy()
-    assert list(routed[-4:]) == [False, True, True, False]  # a long non-ASCII run; bad UTF-8
+    # 60 "é" are 60 bytes once accents are stripped (uncased), 120 when cased; bad UTF-8.
+    assert list(routed[-7:]) == [True, True, False, False, False, tok.lowercase, False]
+    assert tok.unk_id not in tok.tokenize("ж" * 60).numpy()
     assert tok.tokenize(texts).to_list() == tok._tokenize_table(tf.constant(texts)).to_list()
 
 
@@ -394,11 +404,39 @@ def test_the_shortcut_equals_the_table_on_random_text(fast_tokenizer):
     ).to_list()
     assert fast == [ids for ids, x in zip(table, taken, strict=True) if x]
     # The word limit, hit often: FastBertTokenizer counts bytes, the table characters.
-    for limit in (3, 2):  # 2: only ASCII rows can take the shortcut
+    for limit in (3, 2, 1):
         short = BERTTokenizer(tok.vocab_file, lowercase=tok.lowercase, max_chars_per_word=limit)
         table = short._tokenize_table(tf.constant(texts)).to_list()
         assert short.tokenize(texts).to_list() == table
+        graph = tf.function(short.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
+        assert graph(tf.constant(texts)).to_list() == table
         assert any(short.unk_id in ids for ids in table)
+
+
+def test_routing_in_tf_data_equals_the_table(fast_tokenizer):
+    # Batches that take the shortcut whole, that fail the character check, that hold an [UNK]
+    # (a word past FastBertTokenizer's byte limit) or both.
+    tok = fast_tokenizer
+    texts = ["Hello, world!", "Café ж", "ß ab", "ж" * 60, "", "ab", "ж" * 60 + " ß", "ok"]
+    expected = tok._tokenize_table(tf.constant(texts)).to_list()
+    dataset = tf.data.Dataset.from_tensor_slices(texts).batch(2).map(tok.tokenize)
+    assert [row for batch in dataset for row in batch.to_list()] == expected
+
+
+def test_saved_model_serves_raw_text(fast_tokenizer, tmp_path):
+    # Exported with the routing's functions and reloaded without the tokenizer's Python.
+    tok = fast_tokenizer
+    module = tf.Module()
+    module.tokenizer = tok
+    module.serve = tf.function(
+        lambda texts: tok.encode(texts)["input_ids"],
+        input_signature=[tf.TensorSpec([None], tf.string)],
+    )
+    texts = ["Hello, world!", "ß ab", "ж" * 60, ""]
+    expected = tok.encode(texts)["input_ids"].numpy()
+    tf.saved_model.save(module, str(tmp_path / "served"))
+    loaded = tf.saved_model.load(str(tmp_path / "served"))
+    assert (loaded.serve(tf.constant(texts)).numpy() == expected).all()
 
 
 def test_mixed_batches_keep_their_order_and_equal_one_row_at_a_time(fast_tokenizer):
@@ -438,10 +476,52 @@ def test_words_longer_than_the_limit_become_unk_on_the_table_path(tmp_path):
     assert pieces(tok, "ж" * 101) == ["[UNK]"]
 
 
-def test_truncate_keeps_the_first_ids_of_each_row():
-    ids = tf.ragged.constant([[1, 2, 3], [], [4, 5], [6]], tf.int32)
-    kept = _truncate(ids, tf.constant([2, 0, 2, 0], tf.int32))
-    assert kept.to_list() == [[1, 2], [], [4, 5], []]
+def test_pack_equals_tf_text_combine_segments_and_pad_model_inputs(tmp_path):
+    # pack builds the inputs densely; tf_text's ragged packing of the same rows, cut as BERT
+    # does, is the reference.
+    tok = BERTTokenizer(write_vocab(tmp_path, SMALL), max_seq_length=9)
+    rng = np.random.default_rng(0)
+    lengths = [0, 1, 3, 7, 8, 12, 0, 5]
+    first = tf.ragged.constant([list(rng.integers(5, 40, n)) for n in lengths], tf.int32)
+    second = tf.ragged.constant([list(rng.integers(5, 40, n)) for n in lengths[::-1]], tf.int32)
+    row_lengths = [tf.cast(x.row_lengths(), tf.int32) for x in (first, second)]
+
+    def reference(segments):
+        ids, segment_ids = tf_text.combine_segments(
+            segments, start_of_sequence_id=tok.cls_id, end_of_segment_id=tok.sep_id
+        )
+        padded, _ = tf_text.pad_model_inputs(ids, 9, pad_value=tok.pad_id)
+        segment_ids, _ = tf_text.pad_model_inputs(segment_ids, 9, pad_value=0)
+        return padded, segment_ids, ids.row_lengths()
+
+    got = tok.pack(first)
+    want = reference([first[:, :7]])
+    keep_first, keep_second = _longest_first(*row_lengths, 6)
+    got_pair = tok.pack(first, second)
+    want_pair = reference(
+        [
+            tf.ragged.constant([r[:k] for r, k in zip(x.to_list(), kept.numpy(), strict=True)])
+            for x, kept in ((first, keep_first), (second, keep_second))
+        ]
+    )
+    for features, (ids, segment_ids, total) in ((got, want), (got_pair, want_pair)):
+        assert features["input_ids"].dtype == features["segment_ids"].dtype == tf.int32
+        assert features["input_ids"].numpy().tolist() == ids.numpy().tolist()
+        assert features["segment_ids"].numpy().tolist() == segment_ids.numpy().tolist()
+        assert features["sequence_length"].numpy().tolist() == total.numpy().tolist()
+    assert max(got_pair["sequence_length"].numpy()) == 9
+    # int64 ids (tf.ragged.constant's default) are taken; a dense tensor or a mismatch is named.
+    assert tok.pack(tf.cast(first, tf.int64))["input_ids"].dtype == tf.int32
+    with pytest.raises(TypeError, match="ids must be a"):
+        tok.pack(first.to_tensor())
+    with pytest.raises(TypeError, match="second_ids must be a"):
+        tok.pack(first, [[1, 2]])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="differ in rows"):
+        tok.pack(first, second[:3])
+    short = BERTTokenizer(tok.vocab_file, max_seq_length=2)
+    assert short.pack(first)["input_ids"].numpy().tolist()[3] == [tok.cls_id, tok.sep_id]
+    with pytest.raises(ValueError, match="max_seq_length=2"):
+        short.pack(first, second)
 
 
 @pytest.mark.parametrize("lowercase", [True, False], ids=["uncased", "cased"])

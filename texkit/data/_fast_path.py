@@ -1,15 +1,16 @@
 """Which texts ``FastBertTokenizer`` tokenizes as :class:`~texkit.data.BERTTokenizer`'s table
-path does: the per-code-point probe and the regular expressions that route a batch.
+path does, and how a batch is routed between the two.
 
-``BERTTokenizer`` hands a text to ``tf_text.FastBertTokenizer`` (one C++ op) only when every
-character of it was measured, once per process and mode, to come out as the reference tokenizer
-makes it, and its words are short enough for the two word-length limits to agree; other texts
-take the exact per-character table (``texkit/data/tokenizers.py`` explains why the two differ).
-"""
+``BERTTokenizer`` keeps the ids ``tf_text.FastBertTokenizer`` (one C++ op) gives a text only when
+every character of it was measured, once per process and mode, to come out as the reference
+tokenizer makes it (one regular expression checks that), and the op made no ``[UNK]`` in it (so
+the two word-length limits agree); other texts take the exact per-character table
+(``texkit/data/tokenizers.py`` explains why the two differ)."""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 import tensorflow as tf
@@ -84,26 +85,43 @@ def _fast_safe_ranges(lowercase: bool) -> tuple[tuple[int, int], ...]:
     return tuple(_ranges(safe))
 
 
-def _fast_path_patterns(lowercase: bool, max_chars_per_word: int) -> tuple[str, str, str | None]:
-    """RE2 patterns for the texts ``FastBertTokenizer`` tokenizes as the table does.
+def _fast_path_pattern(lowercase: bool) -> str:
+    """An RE2 pattern for the texts of characters ``FastBertTokenizer`` treats as the table does.
 
-    ``(ascii, characters, runs)``: a text of safe ASCII characters only (the first pattern) is
-    one; another needs safe characters only (:func:`_fast_safe_ranges`, the second) and words
-    short enough (the third) for the word limits to agree: ``FastBertTokenizer`` counts bytes,
-    the reference characters. In ASCII the two are the same; below U+3000 a character is at most
-    3 bytes, so a text whose runs without whitespace have at most ``max_chars_per_word // 3``
-    characters never reaches either limit (``runs`` is ``None`` when that is under 1). One
-    pattern for all three is too large for RE2's fast matcher; most texts need only the first.
+    Every character must be one of :func:`_fast_safe_ranges`. The word limit is not checked here:
+    see :func:`_rows_without_unknown`.
     """
     safe = np.zeros(_FAST_CANDIDATES, bool)
     for first, last in _fast_safe_ranges(lowercase):
         safe[first : last + 1] = True
     if not safe[[ord(c) for c in " \t\n\ra"]].all():
         raise RuntimeError("BERTTokenizer: FastBertTokenizer does not treat ASCII as expected")
-    ascii_only = f"{_char_class(_ranges(safe[:128]))}*"
-    characters = f"{_char_class(_ranges(safe))}*"
-    run = min(max_chars_per_word // 3, 100)
-    if run < 1:
-        return ascii_only, characters, None
-    space, word = "[ \\t\\n\\r]", "[^ \\t\\n\\r]"
-    return ascii_only, characters, f"{space}*(?:{word}{{1,{run}}}{space}+)*(?:{word}{{1,{run}}})?"
+    return f"{_char_class(_ranges(safe))}*"
+
+
+def _rows_without_unknown(ids: tf.RaggedTensor, unk_id: int) -> tf.Tensor:
+    """``[batch]`` bools: the rows of ``ids`` that hold no ``unk_id``.
+
+    On text of safe characters ``FastBertTokenizer`` and the table make the same words, and
+    differ only in the word limit: ``FastBertTokenizer`` counts UTF-8 bytes, the table characters
+    (a 60-letter Cyrillic word is 120 bytes). A word within the byte limit is within the
+    character limit, since no character is shorter than a byte; so a row in which
+    ``FastBertTokenizer`` made no ``[UNK]`` has no word over either limit, and its ids are the
+    table's. A row with an ``[UNK]`` (a long word, or one the vocabulary cannot spell) is redone
+    by the table.
+    """
+    return tf.logical_not(tf.reduce_any(tf.equal(ids, unk_id), axis=1))
+
+
+def _by_rows(
+    take: tf.Tensor,
+    others: Callable[[tf.Tensor], tf.RaggedTensor],
+    taken: Callable[[tf.Tensor], tf.RaggedTensor],
+) -> tf.RaggedTensor:
+    """The rows of ``taken(index)`` where ``take`` (``[batch]`` bools) holds, those of
+    ``others(index)`` elsewhere, in the batch's order; each gets the indices of its rows."""
+    part = tf.cast(take, tf.int32)
+    other_index, taken_index = tf.dynamic_partition(tf.range(tf.size(take)), part, 2)
+    ids = tf.concat([others(other_index), taken(taken_index)], 0)
+    order = tf.math.invert_permutation(tf.concat([other_index, taken_index], 0))
+    return tf.gather(ids, order)

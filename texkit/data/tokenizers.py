@@ -49,13 +49,17 @@ whose treatment does not depend on its neighbours is run between two letters thr
 character, and kept only if the words agree. That keeps ASCII but its control characters, the
 accented Latin letters, Greek (but the capital sigma) and Cyrillic, the general punctuation
 (curly quotes, dashes), and leaves out what the list above names (``ß``, ligatures,
-compatibility and control characters...). A regular expression then sends each row whose
-characters are all kept, and whose words are short enough that counting bytes or characters
-cannot differ, to ``FastBertTokenizer``; other rows take the table, and batches mixing both are
-split and put back in order. The tests compare the two ways on every kept character, in words
-and in random strings, in both modes. Speed (``benchmarks/RESULTS.md``): 0.80 of
-``FastBertTokenizer`` with the same packing on 100,000 real sentences, where the table on every
-row ran at 0.26 and an ASCII-only shortcut at 0.62; the difference left is the check.
+compatibility and control characters...). Every batch goes through ``FastBertTokenizer``; its
+ids are kept for each row whose characters are all kept (one regular expression over the batch)
+and in which it made no ``[UNK]``: the two count the word limit differently (bytes against
+characters), and a word within the byte limit is within the character limit, so only a row with
+an ``[UNK]`` can differ there. The other rows are redone by the table and put back in order.
+The tests compare the two ways on every kept character, in words and in random strings, in
+both modes, and at the word limits. Speed (``benchmarks/RESULTS.md``): on 100,000 real
+sentences ``encode`` runs as fast as ``FastBertTokenizer`` followed by tf-text's packing
+(``combine_segments``, ``pad_model_inputs``), since :meth:`BERTTokenizer.pack` builds the same
+tensors for half the cost; the check costs 22% against ``FastBertTokenizer`` with that packing.
+The table on every row ran at 0.26 of that, an ASCII-only shortcut at 0.62.
 
 Cased vocabularies (``lowercase=False``) keep case and accents, as the original: no accent is
 stripped, the text is only cleaned, NFC-normalized and split.
@@ -82,7 +86,12 @@ from typing import Any
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from texkit.data._fast_path import _fast_path_patterns, _without_whitespace
+from texkit.data._fast_path import (
+    _by_rows,
+    _fast_path_pattern,
+    _rows_without_unknown,
+    _without_whitespace,
+)
 from texkit.data._text_normalization import (
     _BLOCK_BITS,
     _FINAL_SIGMA,
@@ -229,14 +238,14 @@ class BERTTokenizer(tf.Module):
             unknown_token=UNK_TOKEN,
             no_pretokenization=True,
         )
-        # Rows of characters on which FastBertTokenizer is known to give the table's words take
-        # it (see _fast_path_patterns). It leaves out the tokens that hold punctuation, which no
-        # word matches; a vocabulary of such tokens only (a toy one) has none left, and its
-        # texts all take the table. A token that holds whitespace, which no word matches either,
-        # would make it give [UNK] for a word that starts the same (with "a b" in the
-        # vocabulary, "a c" would be [UNK] [UNK]): it gets such tokens as strings no text it
-        # sees holds, in their place, so the ids stay.
-        self._fast_patterns = _fast_path_patterns(lowercase, max_chars_per_word)
+        # FastBertTokenizer's ids are kept for the rows of characters on which it is known to
+        # give the table's words (see texkit/data/_fast_path.py). It leaves out the tokens that
+        # hold punctuation, which no word matches; a vocabulary of such tokens only (a toy one)
+        # has none left, and its texts all take the table. A token that holds whitespace, which
+        # no word matches either, would make it give [UNK] for a word that starts the same (with
+        # "a b" in the vocabulary, "a c" would be [UNK] [UNK]): it gets such tokens as strings
+        # no text it sees holds, in their place, so the ids stay.
+        self._fast_pattern = _fast_path_pattern(lowercase)
         try:
             self._fast = tf_text.FastBertTokenizer(
                 vocab=_without_whitespace(self._vocab),
@@ -249,6 +258,9 @@ class BERTTokenizer(tf.Module):
         except RuntimeError:
             self._fast = None
         self._vocab_tensor = tf.constant(self._vocab)
+        self._redo_rows = tf.function(
+            self._redo_by_rows, reduce_retracing=True, experimental_attributes={"_noinline": True}
+        )
 
     @classmethod
     def from_pretrained(
@@ -389,16 +401,9 @@ class BERTTokenizer(tf.Module):
             ``[]`` for a single string: the packed length, special tokens included).
         """
         first, single = _as_batch(texts, "texts")
-        segments = [self._tokenize_batch(first)]
-        length = tf.cast(segments[0].row_lengths(), tf.int32)
         if second_texts is None:
-            segments = [segments[0][:, : self._max_seq_length - 2]]
+            features = self.pack(self._tokenize_batch(first))
         else:
-            if self._max_seq_length < 3:
-                raise ValueError(
-                    f"BERTTokenizer: max_seq_length={self._max_seq_length} leaves no room for "
-                    "a pair ([CLS] A [SEP] B [SEP] needs at least 3)"
-                )
             second, second_single = _as_batch(second_texts, "second_texts")
             if second_single != single or not first.shape.is_compatible_with(second.shape):
                 raise ValueError(
@@ -413,27 +418,85 @@ class BERTTokenizer(tf.Module):
             )
             with tf.control_dependencies([same_size]):
                 second = tf.identity(second)
-            segments.append(self._tokenize_batch(second))
-            second_length = tf.cast(segments[1].row_lengths(), tf.int32)
-            keep_first, keep_second = _longest_first(
-                length, second_length, self._max_seq_length - 3
-            )
-            segments = [_truncate(segments[0], keep_first), _truncate(segments[1], keep_second)]
-        ids, segment_ids = tf_text.combine_segments(
-            segments, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id
-        )
-        input_ids, _ = tf_text.pad_model_inputs(ids, self._max_seq_length, pad_value=self.pad_id)
-        segment_ids, _ = tf_text.pad_model_inputs(
-            tf.cast(segment_ids, tf.int32), self._max_seq_length, pad_value=0
-        )
-        features = {
-            "input_ids": tf.cast(input_ids, tf.int32),
-            "segment_ids": segment_ids,
-            "sequence_length": tf.cast(ids.row_lengths(), tf.int32),
-        }
+            features = self.pack(self._tokenize_batch(first), self._tokenize_batch(second))
         if single:
             features = {key: value[0] for key, value in features.items()}
         return features
+
+    def pack(
+        self, ids: tf.RaggedTensor, second_ids: tf.RaggedTensor | None = None
+    ) -> dict[str, tf.Tensor]:
+        """:meth:`encode` for wordpiece ids: BERT's inputs from :meth:`tokenize`'s output.
+
+        Rows are packed and cut to ``max_seq_length`` as :meth:`encode` does: ``[CLS] A [SEP]``
+        or ``[CLS] A [SEP] B [SEP]``, the first ids kept, pairs cut longest first. The result is
+        built densely, position by position; ``tf_text.combine_segments`` followed by
+        ``tf_text.pad_model_inputs`` gives the same tensors at twice the cost
+        (``benchmarks/RESULTS.md``).
+
+        Args:
+            ids: ``[batch, (tokens)]`` wordpiece ids (a ``tf.RaggedTensor``), without special
+                tokens.
+            second_ids: ``None``, or the second segments' ids, as many rows.
+
+        Returns:
+            :meth:`encode`'s dict of ``[batch, max_seq_length]`` int32 tensors.
+        """
+        segments = []
+        for arg, value in (("ids", ids), ("second_ids", second_ids)):
+            if value is None:
+                continue
+            if not isinstance(value, tf.RaggedTensor) or value.shape.rank != 2:
+                raise TypeError(
+                    f"BERTTokenizer.pack: {arg} must be a [batch, (tokens)] tf.RaggedTensor "
+                    f"(what tokenize gives for a batch), got {value!r}"
+                )
+            segments.append(tf.cast(value, tf.int32))
+        length = self._max_seq_length
+        lengths = [tf.cast(segment.row_lengths(), tf.int32) for segment in segments]
+        if len(segments) == 1:
+            keep = [tf.minimum(lengths[0], length - 2)]
+        else:
+            if length < 3:
+                raise ValueError(
+                    f"BERTTokenizer: max_seq_length={length} leaves no room for a pair "
+                    "([CLS] A [SEP] B [SEP] needs at least 3)"
+                )
+            same_rows = tf.debugging.assert_equal(
+                tf.size(lengths[0]),
+                tf.size(lengths[1]),
+                message="BERTTokenizer.pack: ids and second_ids differ in rows",
+            )
+            with tf.control_dependencies([same_rows]):
+                keep = list(_longest_first(*lengths, length - 3))
+        position = tf.range(length)[tf.newaxis, :]
+        dense = segments[0].to_tensor(self.pad_id, shape=[None, length - 1])
+        input_ids = tf.concat([tf.fill([tf.shape(dense)[0], 1], self.cls_id), dense], 1)
+        first_sep = keep[0][:, tf.newaxis] + 1
+        input_ids = tf.where(
+            position < first_sep,
+            input_ids,
+            tf.where(position == first_sep, self.sep_id, self.pad_id),
+        )
+        segment_ids = tf.zeros_like(input_ids)
+        total = keep[0] + 2
+        if len(segments) == 2:
+            start = first_sep + 1
+            # Row i's token k goes to position start[i] + k.
+            shifted = tf.gather(
+                segments[1].to_tensor(self.pad_id, shape=[None, length]),
+                tf.maximum(position - start, 0),
+                batch_dims=1,
+            )
+            second_sep = start + keep[1][:, tf.newaxis]
+            input_ids = tf.where(
+                (position >= start) & (position < second_sep),
+                shifted,
+                tf.where(position == second_sep, self.sep_id, input_ids),
+            )
+            segment_ids = tf.cast((position >= start) & (position <= second_sep), tf.int32)
+            total += keep[1] + 1
+        return {"input_ids": input_ids, "segment_ids": segment_ids, "sequence_length": total}
 
     def detokenize(self, ids: Any, skip_special_tokens: bool = True) -> tf.Tensor:
         """Wordpiece ids back to text: tokens joined by spaces, ``##`` pieces glued on.
@@ -520,63 +583,51 @@ class BERTTokenizer(tf.Module):
     def _tokenize_batch(self, texts: tf.Tensor) -> tf.RaggedTensor:
         """``[batch]`` strings to ``[batch, (tokens)]`` int32 wordpiece ids.
 
-        Rows that :meth:`_takes_fast_path` accepts (most text in Latin, Greek or Cyrillic script)
-        take :meth:`_tokenize_fast`, the others :meth:`_tokenize_table`; the rows come back in
-        their order.
+        Every row goes through :meth:`_tokenize_fast`; the rows whose result is not the table's
+        (:meth:`_takes_fast_path`) are then redone by :meth:`_tokenize_table`, in their order.
         """
         if self._fast is None:
             return self._tokenize_table(texts)
+        ids = self._tokenize_fast(texts)
+        # Most batches take the shortcut whole. The character check runs on the batch joined
+        # into one text (by newlines, which are safe): one regular expression call per batch.
+        # Only a batch that fails it, or has an [UNK], is checked row by row.
+        whole = tf.logical_and(
+            tf.strings.regex_full_match(
+                tf.strings.reduce_join(texts, separator="\n"), self._fast_pattern
+            ),
+            tf.logical_not(tf.reduce_any(tf.equal(ids.flat_values, self.unk_id))),
+        )
+        return tf.cond(whole, lambda: ids, lambda: self._redo_rows(texts, ids))
 
-        def mixed() -> tf.RaggedTensor:
-            part = tf.cast(self._takes_fast_path(texts), tf.int32)
-            other_rows, fast_rows = tf.dynamic_partition(texts, part, 2)
-            other_index, fast_index = tf.dynamic_partition(tf.range(tf.size(texts)), part, 2)
-            ids = [self._tokenize_fast(fast_rows), self._tokenize_table(other_rows)]
-            order = tf.math.invert_permutation(tf.concat([fast_index, other_index], 0))
-            return tf.gather(tf.concat(ids, 0), order)
+    def _redo_by_rows(self, texts: tf.Tensor, ids: tf.RaggedTensor) -> tf.RaggedTensor:
+        """``ids`` with the rows :meth:`_takes_fast_path` rejects redone by the table.
 
-        # Most batches take the shortcut whole. The check runs on the batch joined into one text
-        # (by newlines, which are safe and split runs as the rows' ends do): one regular
-        # expression call per batch instead of one per row, which cost as much as a third of
-        # the tokenization. A batch that fails it is routed row by row.
-        # (A batch of safe ASCII needs no more; RE2 reads some 100 MB/s here, the fast path's
-        # own op about 25.)
-        ascii_only, characters, runs = self._fast_patterns
-        joined = tf.strings.reduce_join(texts, separator="\n")
-        whole = tf.strings.regex_full_match(joined, ascii_only)
-        if runs is not None:
-            whole = tf.cond(
-                whole,
-                lambda: whole,
-                lambda: tf.logical_and(
-                    tf.strings.regex_full_match(joined, characters),
-                    tf.strings.regex_full_match(joined, runs),
-                ),
-            )
-        return tf.cond(whole, lambda: self._tokenize_fast(texts), mixed)
+        Called as ``self._redo_rows``: one function that is not inlined, so the ``tf.cond``
+        around it, which a graph lowers to nodes on both sides, has one node on this side
+        instead of the table path's hundreds, which every batch walked (5% of the tokenization
+        in ``tf.data``: ``benchmarks/RESULTS.md``).
+        """
+        return _by_rows(
+            self._takes_fast_path(texts, ids),
+            lambda rows: self._tokenize_table(tf.gather(texts, rows)),
+            lambda rows: tf.gather(ids, rows),
+        )
 
-    def _takes_fast_path(self, texts: tf.Tensor) -> tf.Tensor:
-        """``[batch]`` bools: the rows :meth:`_tokenize_fast` tokenizes as the table does."""
-        ascii_only, characters, runs = self._fast_patterns
-        fast = tf.strings.regex_full_match(texts, ascii_only)
-        if runs is None:
-            return fast
-
-        def others() -> tf.Tensor:
-            index = tf.where(tf.logical_not(fast))
-            rest = tf.gather_nd(texts, index)
-            taken = tf.logical_and(
-                tf.strings.regex_full_match(rest, characters),
-                tf.strings.regex_full_match(rest, runs),
-            )
-            return tf.tensor_scatter_nd_update(fast, index, taken)
-
-        return tf.cond(tf.reduce_all(fast), lambda: fast, others)
+    def _takes_fast_path(self, texts: tf.Tensor, ids: tf.RaggedTensor | None = None) -> tf.Tensor:
+        """``[batch]`` bools: the rows on which :meth:`_tokenize_fast` (whose ``ids`` may be
+        given) gives the table's ids: its characters are safe and it made no ``[UNK]``."""
+        if ids is None:
+            ids = self._tokenize_fast(texts)
+        return tf.logical_and(
+            tf.strings.regex_full_match(texts, self._fast_pattern),
+            _rows_without_unknown(ids, self.unk_id),
+        )
 
     def _tokenize_fast(self, texts: tf.Tensor) -> tf.RaggedTensor:
-        """:meth:`_tokenize_table` for the rows :meth:`_takes_fast_path` accepts, in one C++ op
-        (``tf_text.FastBertTokenizer``: normalization, split on whitespace and punctuation,
-        WordPiece)."""
+        """``tf_text.FastBertTokenizer``'s ids (normalization, split on whitespace and
+        punctuation, WordPiece, in one C++ op); the table's on the rows
+        :meth:`_takes_fast_path` accepts."""
         return self._fast.tokenize(texts)
 
     def _tokenize_table(self, texts: tf.Tensor) -> tf.RaggedTensor:
@@ -608,10 +659,3 @@ def _longest_first(first: tf.Tensor, second: tf.Tensor, budget: int) -> tuple[tf
     keep_first = tf.minimum(first, tf.maximum(budget - second, (budget + 1) // 2))
     keep_second = tf.minimum(second, budget - keep_first)
     return keep_first, keep_second
-
-
-def _truncate(ids: tf.RaggedTensor, keep: tf.Tensor) -> tf.RaggedTensor:
-    """The first ``keep[i]`` ids of each row ``i`` (``keep[i]`` at most the row's length)."""
-    starts = ids.row_starts()
-    positions = tf.ragged.range(starts, starts + tf.cast(keep, starts.dtype))
-    return positions.with_flat_values(tf.gather(ids.values, positions.flat_values))
