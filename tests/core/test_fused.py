@@ -81,8 +81,8 @@ def test_training_activation_finds_the_gelus_only():
 
 
 def _keep_and_scale(rate):
-    dropped = round(rate * 65536)
-    return 1 - dropped / 65536, 65536 / (65536 - dropped)
+    dropped = round(rate * 2**32)
+    return 1 - dropped / 2**32, 2**32 / (2**32 - dropped)
 
 
 @pytest.mark.parametrize("rate", [0.1, 0.5, 0.77])
@@ -95,16 +95,39 @@ def test_dropout_keeps_each_element_with_the_keep_probability_and_scales_it(rate
     n = kept.size
     sigma = math.sqrt(keep_probability * (1 - keep_probability) / n)
     assert abs(kept.mean() - keep_probability) < 5 * sigma
-    # Neighbours come from the two halves of one random word: they must not be correlated.
-    flat = kept.reshape(-1)[: n - n % 2].reshape(-1, 2)
-    both = (flat[:, 0] & flat[:, 1]).mean()
-    pairs = flat.shape[0]
-    assert abs(both - keep_probability**2) < 5 * math.sqrt(keep_probability**2 / pairs)
+    # Neighbours along a row and along a column (their bits share the row's or the column's
+    # hash): not correlated.
+    for first, second in ((kept[:, :-1], kept[:, 1:]), (kept[:-1], kept[1:])):
+        both = (first & second).mean()
+        assert abs(both - keep_probability**2) < 5 * math.sqrt(keep_probability**2 / first.size)
     # Rows and columns: no structure along either axis.
     for axis in (0, 1):
         means = kept.mean(axis=axis)
         spread = math.sqrt(keep_probability * (1 - keep_probability) / kept.shape[axis])
         assert np.abs(means - keep_probability).max() < 6 * spread
+
+
+def test_dropout_masks_of_different_seeds_are_independent():
+    # Seeds as a SeedGenerator makes them (one word counting up) and far apart; 3-D, so rows
+    # are the flattened leading dimensions.
+    x = tf.ones([40, 50, 60])
+    seeds = [[1, 2], [1, 3], [2, 2], [-7, 123456789]]
+    masks = [fused.dropout(x, 0.5, tf.constant(seed)).numpy().reshape(-1) != 0 for seed in seeds]
+    n = masks[0].size
+    for i, first in enumerate(masks):
+        for second in masks[i + 1 :]:
+            assert abs((first & second).mean() - 0.25) < 5 * math.sqrt(0.25 * 0.75 / n)
+    # No two rows of one mask are equal.
+    rows = np.packbits(masks[0].reshape(-1, 60), axis=1)
+    assert len(np.unique(rows, axis=0)) == rows.shape[0]
+    # The mask depends on the shape and the seed only, not on how the function was traced
+    # (here for a generalized shape, after calls of other ranks) or compiled.
+    for y in (tf.ones([7]), tf.ones([]), tf.ones([3, 0, 2])):
+        fused.dropout(y, 0.5, tf.constant([1, 2]))
+    again = fused.dropout(x, 0.5, tf.constant([1, 2])).numpy().reshape(-1) != 0
+    np.testing.assert_array_equal(again, masks[0])
+    graph = tf.function(lambda: fused.dropout(x, 0.5, tf.constant([1, 2])), jit_compile=True)
+    np.testing.assert_array_equal(graph().numpy().reshape(-1) != 0, masks[0])
 
 
 @pytest.mark.parametrize("jit", [None, True])

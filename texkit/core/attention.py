@@ -139,8 +139,8 @@ class MultiHeadAttention(ModuleBase):
         "num_units": "Total size of the query/key/value projections (all heads together).",
         "num_heads": "Number of heads; must divide num_units.",
         "output_dim": "Size of the output projection.",
-        "dropout_rate": "Dropout rate on the attention weights, in training only (rounded to a "
-        "multiple of 2**-16: texkit.core.fused.dropout).",
+        "dropout_rate": "Dropout rate on the attention weights, in training only "
+        "(texkit.core.fused.dropout).",
         "use_bias": "Whether the four projections have biases.",
         "initializer": "Kernel initializer ({type, kwargs}); None uses Keras' default.",
         "name": "Layer name.",

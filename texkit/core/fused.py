@@ -11,10 +11,12 @@ around them keep running on TensorFlow's own kernels (oneDNN on the CPU). Inside
 is itself compiled with ``jit_compile=True`` they are ordinary XLA code.
 
 * :func:`gelu`: the exact (erf) or tanh GELU, computed in float32 for 16-bit inputs.
-* :func:`dropout`: inverted dropout with a mask drawn from 16 random bits per element (half the
-  random numbers of a float per element). The drop probability is ``rate`` rounded to a multiple
-  of 2**-16 and the kept values are scaled by the inverse of the exact keep probability, so the
-  expectation is unchanged. The mask is kept as booleans for the gradient.
+* :func:`dropout`: inverted dropout whose random bits are a hash of each element's position and
+  the seed, computed inside the fused loop (a counter-based generator, as TensorFlow's Philox
+  is, with a cheaper function: a few integer multiplies and shifts per element, no random
+  numbers written to memory and read back). The drop probability is ``rate`` rounded to a
+  multiple of 2**-32 and the kept values are scaled by the inverse of the exact keep
+  probability, so the expectation is unchanged. The mask is kept as booleans for the gradient.
 
 What this does to a BERT fine-tuning step is measured by ``benchmarks/bert.py`` (fine-tuning
 part) and recorded in ``benchmarks/RESULTS.md``. Inference does not use these functions: there
@@ -36,7 +38,7 @@ _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _TANH_CUBIC = 0.044715
-_LEVELS = 1 << 16  # the dropout mask's random levels per element
+_LEVELS = 1 << 32  # the dropout mask's random levels per element
 
 
 def _compute_dtype(dtype: tf.DType) -> tf.DType:
@@ -98,9 +100,36 @@ def training_activation(activation: Any) -> Any:
     return lambda x: gelu(x, approximate=approximate)
 
 
+def _mix(h: Any) -> Any:
+    """A bijective mixing of uint32 values in which every input bit moves every output bit
+    (two multiply-xorshift rounds; the constants of Wellons' ``lowbias32``)."""
+    h = tf.bitwise.bitwise_xor(h, tf.bitwise.right_shift(h, 16))
+    h = h * tf.constant(0x7FEB352D, tf.uint32)
+    h = tf.bitwise.bitwise_xor(h, tf.bitwise.right_shift(h, 15))
+    h = h * tf.constant(0x846CA68B, tf.uint32)
+    return tf.bitwise.bitwise_xor(h, tf.bitwise.right_shift(h, 16))
+
+
 @tf.function(jit_compile=True, reduce_retracing=True)
-def _masked_scale(x: Any, bits: Any, threshold: int, scale: float) -> tuple[Any, Any]:
-    keep = tf.reshape(bits, tf.shape(x)) >= threshold
+def _masked_scale(x: Any, seed: Any, dropped: int, scale: float) -> tuple[Any, Any]:
+    """``(x`` with its dropped elements zeroed and the others scaled, the keep mask``)``.
+
+    Each element's 32 random bits are a hash of its position and the seed, computed in the same
+    fused loop as the select: the element in row ``i`` (of the dimensions but the last, flattened)
+    and column ``j`` gets ``mix(a[j] + b[i])``, with ``a = mix(j ^ k0)`` and ``b =
+    mix(mix(i ^ k1) + k0)`` computed once per column and per row, and ``k0, k1`` the mixed seed
+    words. It is kept when the bits, as an unsigned number, are at least ``dropped``.
+    """
+    shape = tf.shape(x)
+    columns = tf.reduce_prod(shape[-1:])  # 1 for a scalar; the rank may be unknown here
+    rows = tf.size(x) // tf.maximum(columns, 1)
+    key = tf.bitcast(seed, tf.uint32)
+    k0 = _mix(tf.bitwise.bitwise_xor(key[0], tf.constant(0x9E3779B9, tf.uint32)))
+    k1 = _mix(key[1] + tf.constant(0x85EBCA6B, tf.uint32))
+    a = _mix(tf.bitwise.bitwise_xor(tf.bitcast(tf.range(columns), tf.uint32), k0))
+    b = _mix(_mix(tf.bitwise.bitwise_xor(tf.bitcast(tf.range(rows), tf.uint32), k1)) + k0)
+    bits = _mix(a[tf.newaxis, :] + b[:, tf.newaxis])
+    keep = tf.reshape(bits >= tf.constant(dropped, tf.uint32), shape)
     return tf.where(keep, x * tf.cast(scale, x.dtype), tf.zeros_like(x)), keep
 
 
@@ -115,7 +144,7 @@ def _seed_tensor(seed: Any) -> Any:
         seed = seed.next()
     seed = tf.convert_to_tensor(seed)
     if seed.dtype != tf.int32:
-        # Keras' generator state is int64; the stateless ops take int32 under XLA.
+        # Keras' generator state is int64; the hash takes two 32-bit words.
         seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
     return seed
 
@@ -126,9 +155,8 @@ def dropout(x: Any, rate: float, seed: Any) -> Any:
 
     Args:
         x: a floating tensor.
-        rate: the drop probability, ``0 <= rate <= 1``; it is rounded to a multiple of 2**-16
-            (``0.1`` drops with probability 0.0999908), and the kept elements are scaled by
-            ``2**16 / (2**16 - round(rate * 2**16))``.
+        rate: the drop probability, ``0 <= rate <= 1``; it is rounded to a multiple of 2**-32,
+            and the kept elements are scaled by ``2**32 / (2**32 - round(rate * 2**32))``.
         seed: a ``keras.random.SeedGenerator`` (drawn from, so every call draws a new mask) or
             a ``[2]`` integer seed tensor.
 
@@ -143,19 +171,12 @@ def dropout(x: Any, rate: float, seed: Any) -> Any:
         return x
     if dropped == _LEVELS:
         return tf.zeros_like(x)
-    size = tf.size(x)
-    # Two 16-bit levels from every 32-bit random word. As signed int16 they are uniform over
-    # [-2**15, 2**15): an element is kept when its level is >= dropped - 2**15.
-    words = tf.random.stateless_uniform(
-        [(size + 1) // 2], _seed_tensor(seed), minval=None, maxval=None, dtype=tf.uint32
-    )
-    bits = tf.reshape(tf.bitcast(words, tf.int16), [-1])[:size]
-    threshold = dropped - _LEVELS // 2
+    seed = _seed_tensor(seed)
     scale = _LEVELS / (_LEVELS - dropped)
 
     @tf.custom_gradient
     def apply(x: Any) -> Any:
-        y, keep = _masked_scale(x, bits, threshold, scale)
+        y, keep = _masked_scale(x, seed, dropped, scale)
         return y, lambda dy: _masked_scale_grad(dy, keep, scale)
 
     return apply(x)

@@ -13,8 +13,9 @@ Dropout on the inputs (``embedding_dropout``) comes first in both orders, after 
 norm of the post-norm order. Layer norm and the attention softmax run in float32.
 
 In training, dropout and a GELU feed-forward activation run through :mod:`texkit.core.fused`
-(each one XLA-compiled loop forward and one back; dropout rates are rounded to multiples of
-2**-16); inference computes the activation with the feed-forward matrix product.
+(each one XLA-compiled loop forward and one back; dropout draws its random bits from a hash of
+each element's position and the seed, inside that loop); inference computes the activation with
+the feed-forward matrix product.
 """
 
 from __future__ import annotations
