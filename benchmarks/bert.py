@@ -46,7 +46,9 @@ Parts (``--parts``):
    thread was the faster every time (TensorFlow's work-stealing thread pool, with 2 threads,
    never stalled so: 1 to 4 ms). Give the thread counts that suit the machine, and say which.
    Ratios texkit / KerasHub and texkit / torch (torch's best thread count), best mode against
-   best mode and per texkit mode.
+   best mode and per texkit mode. ``--forward-policies`` (default ``float32``) adds the texkit
+   and KerasHub rows under other Keras dtype policies (``mixed_bfloat16``: bfloat16 products,
+   set against the bfloat16 ``tf.matmul`` of the limit part); torch runs in float32 only.
 2. ``finetune``: one training step of a sequence classifier (5 classes, as the BBC news example),
    in examples/s: ``model.train_on_batch`` (forward with dropout, sparse categorical
    cross-entropy from logits, gradients, AdamW update) on texkit's model, built as
@@ -85,6 +87,7 @@ equivalence check still runs, on 2 x 16 ids (``--quick --configs minilm`` or ``b
 tiny batch but builds the real sizes).
 
     python benchmarks/bert.py [--repeats 5] [--budget 60] [--configs minilm,base]
+        [--forward-policies float32,mixed_bfloat16]
         [--finetune-configs minilm] [--finetune-policies float32,mixed_bfloat16]
         [--parts forward,finetune,limit] [--torch-threads 2,1]
         [--batch 32] [--length 128] [--matmul 4096] [--quick]
@@ -367,10 +370,28 @@ def check_shapes(name: str, got: list[tuple], hp: dict, batch: int, length: int)
 
 
 def forward_cases(
-    worker: Worker, config: str, batch: int, length: int, torch_threads: list[int]
+    worker: Worker,
+    config: str,
+    batch: int,
+    length: int,
+    torch_threads: list[int],
+    policy: str = "float32",
 ) -> tuple[list[Case], str]:
     """The forward figures of one config (work: tokens) and torch's attention implementation;
-    torch's figures are round trips to the torch worker process."""
+    torch's figures are round trips to the torch worker process. Under another Keras dtype
+    policy than float32, texkit and KerasHub only (torch's figures are float32's)."""
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy)
+    try:
+        return _forward_cases(worker, config, batch, length, torch_threads, policy)
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def _forward_cases(
+    worker: Worker, config: str, batch: int, length: int, torch_threads: list[int], policy: str
+) -> tuple[list[Case], str]:
+    key = policy_key(config, policy)
     hp = hparams_of(config)
     data = random_batch(hp, batch, length)
     tokens = float(batch * length)
@@ -381,7 +402,8 @@ def forward_cases(
         "padding_mask": tf.constant(data["mask"]),
     }
     encoder, backbone = texkit_encoder(config, hp), keras_hub_backbone(hp)
-    attention = torch_bert(worker, config, hp, data)
+    with_torch = policy == "float32"
+    attention = torch_bert(worker, config, hp, data) if with_torch else "(not run)"
 
     def texkit_run(jit: bool) -> Callable[[], object]:
         step = tf.function(
@@ -401,21 +423,23 @@ def forward_cases(
     def torch_run(threads: int) -> object:
         return worker.call({"op": "forward", "name": config, "threads": threads})
 
-    check_shapes(f"torch {config}", torch_run(torch_threads[0]), hp, batch, length)
     cases = []
     for mode, jit in MODES:
-        cases.append(Case(f"{config}: texkit, {mode}", texkit_run(jit), tokens))
+        cases.append(Case(f"{key}: texkit, {mode}", texkit_run(jit), tokens))
     for mode, jit in MODES:
-        cases.append(Case(f"{config}: KerasHub, {mode}", hub_run(jit), tokens))
+        cases.append(Case(f"{key}: KerasHub, {mode}", hub_run(jit), tokens))
+    if not with_torch:
+        return cases, attention
+    check_shapes(f"torch {config}", torch_run(torch_threads[0]), hp, batch, length)
     for threads in torch_threads:
         run = functools.partial(torch_run, threads)
         plural = "" if threads == 1 else "s"
-        cases.append(Case(f"{config}: torch, {threads} thread{plural}", run, tokens))
+        cases.append(Case(f"{key}: torch, {threads} thread{plural}", run, tokens))
     return cases, attention
 
 
-def finetune_key(config: str, policy: str) -> str:
-    """The name prefix of one config's fine-tuning figures under a Keras dtype policy."""
+def policy_key(config: str, policy: str) -> str:
+    """The name prefix of one config's figures under a Keras dtype policy."""
     return config if policy == "float32" else f"{config}, {policy}"
 
 
@@ -425,7 +449,7 @@ def finetune_cases(config: str, batch: int, length: int, policy: str) -> list[Ca
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(policy)
     try:
-        return _finetune_cases(config, batch, length, finetune_key(config, policy))
+        return _finetune_cases(config, batch, length, policy_key(config, policy))
     finally:
         keras.config.set_dtype_policy(previous)
 
@@ -495,17 +519,24 @@ def best(cases: dict[str, Case], prefix: str) -> Case:
 
 
 def report_forward(
-    config: str, cases: dict[str, Case], batch: int, length: int, limit: Case | None, attn: str
+    config: str,
+    policy: str,
+    cases: dict[str, Case],
+    batch: int,
+    length: int,
+    limit: Case | None,
+    attn: str,
 ) -> dict:
     hp = hparams_of(config)
+    key = policy_key(config, policy)
     flops = forward_flops(hp, batch, length)
-    mine = {n: c for n, c in cases.items() if n.startswith(f"{config}: ")}
+    mine = {n: c for n, c in cases.items() if n.startswith(f"{key}: ")}
     weights = "real MiniLM weights (KerasHub: random)" if config == "minilm" else "random weights"
     print(
         f"\n### Forward, {config}: {hp['num_hidden_layers']} layers, {hp['hidden_size']} hidden, "
         f"{hp['num_attention_heads']} heads, {hp['intermediate_size']} intermediate, vocabulary "
         f"{hp['vocab_size']}; batch {batch} x {length}; {weights}; {flops / 1e9:,.4g} GFLOP per "
-        f"forward; torch attention: {attn}\n"
+        f"forward; dtype policy {policy}; torch attention: {attn}\n"
     )
     header = ["contender, mode", "ms per batch", "tokens/s", "GFLOP/s"]
     if limit is not None:
@@ -518,20 +549,23 @@ def report_forward(
             row.append(f"{100 * flops / case.seconds / limit.rate:.1f}%")
         rows.append(row)
     print(table(header, rows))
-    texkit, hub = best(mine, f"{config}: texkit"), best(mine, f"{config}: KerasHub")
-    torch_case = best(mine, f"{config}: torch")
-    ratios = {
-        "texkit / KerasHub, best / best": ratio(texkit.rate, hub.rate),
-        "texkit / torch, best / best": ratio(texkit.rate, torch_case.rate),
-    }
+    texkit, hub = best(mine, f"{key}: texkit"), best(mine, f"{key}: KerasHub")
+    with_torch = any(name.startswith(f"{key}: torch") for name in mine)
+    torch_case = best(mine, f"{key}: torch") if with_torch else None
+    ratios = {"texkit / KerasHub, best / best": ratio(texkit.rate, hub.rate)}
+    if torch_case is not None:
+        ratios["texkit / torch, best / best"] = ratio(texkit.rate, torch_case.rate)
     for mode, _ in MODES:
-        ours = mine[f"{config}: texkit, {mode}"]
+        ours = mine[f"{key}: texkit, {mode}"]
         ratios[f"texkit / KerasHub, {mode}"] = ratio(
-            ours.rate, mine[f"{config}: KerasHub, {mode}"].rate
+            ours.rate, mine[f"{key}: KerasHub, {mode}"].rate
         )
-        ratios[f"texkit {mode} / best torch"] = ratio(ours.rate, torch_case.rate)
-    winners = f"best texkit: {label(texkit)}; KerasHub: {label(hub)}; torch: {label(torch_case)}"
-    print(f"\ntokens/s ratios, {config} ({winners})")
+        if torch_case is not None:
+            ratios[f"texkit {mode} / best torch"] = ratio(ours.rate, torch_case.rate)
+    winners = f"best texkit: {label(texkit)}; KerasHub: {label(hub)}"
+    if torch_case is not None:
+        winners += f"; torch: {label(torch_case)}"
+    print(f"\ntokens/s ratios, {key} ({winners})")
     print(table(["ratio", "value"], [[k, v] for k, v in ratios.items()]))
     return {"flops": flops, "cases": {n: c.rate for n, c in mine.items()}, "ratios": ratios}
 
@@ -540,7 +574,7 @@ def report_finetune(
     config: str, policy: str, cases: dict[str, Case], batch: int, length: int
 ) -> dict:
     hp = hparams_of(config)
-    key = finetune_key(config, policy)
+    key = policy_key(config, policy)
     mine = {n: c for n, c in cases.items() if n.startswith(f"{key}: ")}
     weights = (
         "real MiniLM weights for texkit, random for KerasHub"
@@ -574,12 +608,14 @@ def forward_and_limit(
     """The forward and limit parts, measured together; torch's figures in ``worker``."""
     results: dict = {}
     cases, attention = [], {}
+    policies = args.forward_policies.split(",")
     if "forward" in parts:
         for config in configs:
-            config_cases, attention[config] = forward_cases(
-                worker, config, args.batch, args.length, threads
-            )
-            cases += config_cases
+            for policy in policies:
+                config_cases, attention[policy_key(config, policy)] = forward_cases(
+                    worker, config, args.batch, args.length, threads, policy
+                )
+                cases += config_cases
     if "limit" in parts:
         cases += matmul_cases(worker, args.matmul)
     measure(cases, args.repeats, args.budget)
@@ -590,7 +626,12 @@ def forward_and_limit(
         f"trip: {round_trip * 1e3:.3f} ms"
     )
     named = {case.name: case for case in cases}
-    limit = named.get(f"tf.matmul {args.matmul}")
+    suffix = {"float32": "", "mixed_bfloat16": ", bfloat16"}
+    limits = {
+        policy: named.get(f"tf.matmul {args.matmul}{suffix[policy]}") if policy in suffix else None
+        for policy in policies
+    }
+    limit = limits.get("float32", named.get(f"tf.matmul {args.matmul}"))
     if limit is not None:
         print(
             f"\n### Machine limit: {args.matmul} x {args.matmul} products (float32 unless named)\n"
@@ -600,8 +641,17 @@ def forward_and_limit(
         results["matmul_gflops"] = {r[0]: r[2] for r in rows}
     if "forward" in parts:
         results["forward"] = {
-            config: report_forward(config, named, args.batch, args.length, limit, attention[config])
+            policy_key(config, policy): report_forward(
+                config,
+                policy,
+                named,
+                args.batch,
+                args.length,
+                limits[policy],
+                attention[policy_key(config, policy)],
+            )
             for config in configs
+            for policy in policies
         }
     return results
 
@@ -620,6 +670,11 @@ def main(argv: list[str] | None = None) -> dict:
         "--finetune-policies",
         default="float32",
         help="fine-tuning: Keras dtype policies, e.g. float32,mixed_bfloat16",
+    )
+    parser.add_argument(
+        "--forward-policies",
+        default="float32",
+        help="forward: Keras dtype policies, e.g. float32,mixed_bfloat16 (torch: float32 only)",
     )
     parser.add_argument("--parts", default="forward,finetune,limit")
     parser.add_argument("--batch", type=int, default=32)
@@ -644,7 +699,11 @@ def main(argv: list[str] | None = None) -> dict:
     unknown = (set(configs) | set(finetune_configs)) - {"minilm", "base", "tiny"}
     unknown |= parts - {"forward", "finetune", "limit"}
     policies = args.finetune_policies.split(",")
-    unknown |= set(policies) - {"float32", "mixed_bfloat16", "mixed_float16"}
+    unknown |= set(policies + args.forward_policies.split(",")) - {
+        "float32",
+        "mixed_bfloat16",
+        "mixed_float16",
+    }
     if unknown:
         parser.error(f"unknown config, part or policy: {sorted(unknown)}")
     keras.utils.set_random_seed(0)
@@ -668,7 +727,7 @@ def main(argv: list[str] | None = None) -> dict:
         measure(cases, args.repeats, args.budget)
         named = {case.name: case for case in cases}
         results["finetune"] = {
-            finetune_key(config, policy): report_finetune(
+            policy_key(config, policy): report_finetune(
                 config, policy, named, args.batch, args.length
             )
             for config in finetune_configs
