@@ -35,6 +35,10 @@ Bible corpus of ``examples/bible_corpus.py`` (every split; each verse's English 
 one after the other) until there are enough; if there are too few they are cycled (said so).
 How many came from where is printed.
 
+Beside them, ``--cjk`` (default 20,000) synthetic Chinese-script sentences (``cjk_sentences``),
+which every row of take the per-character table path: texkit's ``encode`` in the same pipeline
+against Hugging Face's one ``encode_batch`` call, ids compared as below.
+
 The correctness column: for how many sentences the unpadded ids (``[CLS] ... [SEP]``) equal those
 of Hugging Face's tokenizer. Hugging Face's ``BertWordPieceTokenizer`` follows the original BERT
 tokenizer, as texkit does; ``FastBertTokenizer`` normalizes with ICU's ``NFKC_Casefold`` and may
@@ -43,7 +47,8 @@ differ (the ``texkit/data/tokenizers.py`` docstring lists where).
 Each figure is the fastest of ``--repeats`` runs after a warm-up run, taken in interleaved rounds
 (``benchmarks/common.py``).
 
-    python benchmarks/tokenization.py [--repeats 3] [--sentences 100000] [--batch 256] [--quick]
+    python benchmarks/tokenization.py [--repeats 3] [--sentences 100000] [--batch 256]
+        [--cjk 20000] [--quick]
 """
 
 from __future__ import annotations
@@ -115,6 +120,19 @@ def real_sentences(count: int) -> list[str]:
     return sentences
 
 
+def cjk_sentences(count: int) -> list[str]:
+    """``count`` synthetic Chinese-script sentences: 20 to 80 characters drawn uniformly from
+    the first 3,000 CJK Unified Ideographs, with an ideographic comma and a full stop (seed 0).
+    Not real text: they only exercise the per-character table, which CJK text takes."""
+    rng = np.random.default_rng(0)
+    chars = np.array([chr(cp) for cp in range(0x4E00, 0x4E00 + 3000)])
+    sentences = []
+    for _ in range(count):
+        first, second = rng.choice(chars, rng.integers(10, 50)), rng.choice(chars, 10)
+        sentences.append("".join(first) + "\uff0c" + "".join(second) + "\u3002")
+    return sentences
+
+
 def unpadded(input_ids: np.ndarray, lengths: np.ndarray) -> list[tuple[int, ...]]:
     return [tuple(row[:length].tolist()) for row, length in zip(input_ids, lengths, strict=True)]
 
@@ -127,10 +145,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--budget", type=float, default=float("inf"), help="seconds of timed runs per figure"
     )
+    parser.add_argument(
+        "--cjk", type=int, default=20_000, help="synthetic CJK sentences (the table path)"
+    )
     parser.add_argument("--quick", action="store_true", help="2,000 sentences, 2 runs")
     args = parser.parse_args(argv)
     if args.quick:
-        args.sentences, args.repeats = 2_000, min(args.repeats, 2)
+        args.sentences, args.cjk, args.repeats = 2_000, 500, min(args.repeats, 2)
     keras.utils.set_random_seed(0)
     load_before = os.getloadavg()[0]
     sentences = real_sentences(args.sentences)
@@ -169,9 +190,9 @@ def main(argv: list[str] | None = None) -> dict:
         """FastBertTokenizer's ids, packed by ``BERTTokenizer.pack``."""
         return tokenizer.pack(fast.tokenize(texts))
 
-    def pipeline(encode: object) -> tf.data.Dataset:
+    def pipeline(encode: object, texts: list[str] = sentences) -> tf.data.Dataset:
         return (
-            tf.data.Dataset.from_tensor_slices(sentences)
+            tf.data.Dataset.from_tensor_slices(texts)
             .batch(args.batch)
             .map(encode, num_parallel_calls=tf.data.AUTOTUNE)
             .prefetch(tf.data.AUTOTUNE)
@@ -232,6 +253,11 @@ def main(argv: list[str] | None = None) -> dict:
                     f"{hf.decode(list(mine))[:80]!r} vs {hf.decode(list(theirs))[:80]!r}"
                 )
 
+    cjk = cjk_sentences(args.cjk)
+    cjk_data = pipeline(tokenizer.encode, cjk)
+    cjk_reference = [tuple(e.ids[: sum(e.attention_mask)]) for e in hf.encode_batch(cjk)]
+    cjk_identical = sum(a == b for a, b in zip(collect(cjk_data), cjk_reference, strict=True))
+
     cases = [
         Case("texkit BERTTokenizer.encode, tf.data", iterate(texkit_data), n),
         Case("tf_text.FastBertTokenizer + tf_text packing, tf.data", iterate(fast_data), n),
@@ -239,7 +265,11 @@ def main(argv: list[str] | None = None) -> dict:
         Case("HF tokenizers encode_batch, one call", lambda: hf.encode_batch(sentences), n),
         Case(f"HF tokenizers encode_batch per {args.batch}, ids to NumPy", hf_batches, n),
     ]
-    measure(cases, args.repeats, args.budget)
+    cjk_cases = [
+        Case("texkit BERTTokenizer.encode, tf.data, CJK", iterate(cjk_data), len(cjk)),
+        Case("HF tokenizers encode_batch, one call, CJK", lambda: hf.encode_batch(cjk), len(cjk)),
+    ]
+    measure(cases + cjk_cases, args.repeats, args.budget)
     same = [
         *(f"{count:,} / {n:,}" for count in identical.values()),
         "(reference)",
@@ -272,11 +302,18 @@ def main(argv: list[str] | None = None) -> dict:
         f"call): {texkit / hf_one:.2f}; texkit / HF tokenizers (per batch, to NumPy): "
         f"{texkit / hf_chunks:.2f}"
     )
+    texkit_cjk, hf_cjk = (case.rate for case in cjk_cases)
+    print(
+        f"\n{len(cjk):,} synthetic CJK sentences (cjk_sentences: every row takes the table "
+        f"path), ids identical to HF {cjk_identical:,} / {len(cjk):,}: texkit "
+        f"{texkit_cjk:,.0f} sentences/s, HF tokenizers (one call) {hf_cjk:,.0f}; texkit / HF "
+        f"{texkit_cjk / hf_cjk:.2f}"
+    )
     command = " ".join(
         ["python benchmarks/tokenization.py", *(sys.argv[1:] if argv is None else argv)]
     )
     print("command:", command)
-    return {case.name: case.rate for case in cases}
+    return {case.name: case.rate for case in cases + cjk_cases}
 
 
 if __name__ == "__main__":

@@ -421,6 +421,17 @@ def test_routing_in_tf_data_equals_the_table(fast_tokenizer):
     expected = tok._tokenize_table(tf.constant(texts)).to_list()
     dataset = tf.data.Dataset.from_tensor_slices(texts).batch(2).map(tok.tokenize)
     assert [row for batch in dataset for row in batch.to_list()] == expected
+    # The table path is a branch TensorFlow keeps as a function (not lowered into the graph,
+    # where every batch would walk its nodes).
+    graph = tf.function(tok.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
+    ops = graph.get_concrete_function().graph.get_operations()
+    kept = [
+        op
+        for op in ops
+        if op.type in ("If", "StatelessIf") and not op.get_attr("_lower_using_switch_merge")
+    ]
+    assert len(kept) == 1
+    assert graph(tf.constant(texts)).to_list() == expected
 
 
 def test_saved_model_serves_raw_text(fast_tokenizer, tmp_path):

@@ -49,17 +49,17 @@ whose treatment does not depend on its neighbours is run between two letters thr
 character, and kept only if the words agree. That keeps ASCII but its control characters, the
 accented Latin letters, Greek (but the capital sigma) and Cyrillic, the general punctuation
 (curly quotes, dashes), and leaves out what the list above names (``ß``, ligatures,
-compatibility and control characters...). Every batch goes through ``FastBertTokenizer``; its
-ids are kept for each row whose characters are all kept (one regular expression over the batch)
-and in which it made no ``[UNK]``: the two count the word limit differently (bytes against
-characters), and a word within the byte limit is within the character limit, so only a row with
-an ``[UNK]`` can differ there. The other rows are redone by the table and put back in order.
-The tests compare the two ways on every kept character, in words and in random strings, in
-both modes, and at the word limits. Speed (``benchmarks/RESULTS.md``): on 100,000 real
-sentences ``encode`` runs as fast as ``FastBertTokenizer`` followed by tf-text's packing
-(``combine_segments``, ``pad_model_inputs``), since :meth:`BERTTokenizer.pack` builds the same
-tensors for half the cost; the check costs 22% against ``FastBertTokenizer`` with that packing.
-The table on every row ran at 0.26 of that, an ASCII-only shortcut at 0.62.
+compatibility and control characters...). A regular expression checks each row's characters;
+the rows that pass go through ``FastBertTokenizer``, and its ids are kept where it made no
+``[UNK]``: the two count the word limit differently (bytes against characters), and a word
+within the byte limit is within the character limit, so only a row with an ``[UNK]`` can differ
+there. The other rows are redone by the table and put back in order. The tests compare the two
+ways on every kept character, in words and in random strings, in both modes, and at the word
+limits. Speed (``benchmarks/RESULTS.md``): on 100,000 real sentences ``encode`` runs as fast as
+``FastBertTokenizer`` followed by tf-text's packing (``combine_segments``,
+``pad_model_inputs``), since :meth:`BERTTokenizer.pack` builds the same tensors for half the
+cost; the check costs about 20% against ``FastBertTokenizer`` with that packing. The table on
+every row ran at 0.26 of that, an ASCII-only shortcut at 0.62.
 
 Cased vocabularies (``lowercase=False``) keep case and accents, as the original: no accent is
 stripped, the text is only cleaned, NFC-normalized and split.
@@ -88,6 +88,7 @@ import tensorflow_text as tf_text
 
 from texkit.data._fast_path import (
     _by_rows,
+    _cond_of_functions,
     _fast_path_pattern,
     _rows_without_unknown,
     _without_whitespace,
@@ -258,9 +259,6 @@ class BERTTokenizer(tf.Module):
         except RuntimeError:
             self._fast = None
         self._vocab_tensor = tf.constant(self._vocab)
-        self._redo_rows = tf.function(
-            self._redo_by_rows, reduce_retracing=True, experimental_attributes={"_noinline": True}
-        )
 
     @classmethod
     def from_pretrained(
@@ -583,33 +581,31 @@ class BERTTokenizer(tf.Module):
     def _tokenize_batch(self, texts: tf.Tensor) -> tf.RaggedTensor:
         """``[batch]`` strings to ``[batch, (tokens)]`` int32 wordpiece ids.
 
-        Every row goes through :meth:`_tokenize_fast`; the rows whose result is not the table's
-        (:meth:`_takes_fast_path`) are then redone by :meth:`_tokenize_table`, in their order.
+        The rows of characters ``FastBertTokenizer`` treats as the table does (most text in
+        Latin, Greek or Cyrillic script) go through :meth:`_tokenize_fast`; the rows whose
+        result is not the table's (:meth:`_takes_fast_path`) are redone by
+        :meth:`_tokenize_table`, in their order.
         """
         if self._fast is None:
             return self._tokenize_table(texts)
-        ids = self._tokenize_fast(texts)
-        # Most batches take the shortcut whole. The character check runs on the batch joined
-        # into one text (by newlines, which are safe): one regular expression call per batch.
-        # Only a batch that fails it, or has an [UNK], is checked row by row.
-        whole = tf.logical_and(
-            tf.strings.regex_full_match(
-                tf.strings.reduce_join(texts, separator="\n"), self._fast_pattern
-            ),
-            tf.logical_not(tf.reduce_any(tf.equal(ids.flat_values, self.unk_id))),
+        safe = tf.strings.regex_full_match(texts, self._fast_pattern)
+        all_safe = tf.reduce_all(safe)
+        # The other rows reach FastBertTokenizer as empty texts, which cost it nothing.
+        ids = self._tokenize_fast(
+            tf.cond(all_safe, lambda: texts, lambda: tf.where(safe, texts, ""))
         )
-        return tf.cond(whole, lambda: ids, lambda: self._redo_rows(texts, ids))
+        # Most batches are taken whole; a batch with other rows or an [UNK] is redone by rows.
+        whole = tf.logical_and(
+            all_safe, tf.logical_not(tf.reduce_any(tf.equal(ids.flat_values, self.unk_id)))
+        )
+        return _cond_of_functions(whole, lambda: ids, lambda: self._redo_by_rows(texts, ids, safe))
 
-    def _redo_by_rows(self, texts: tf.Tensor, ids: tf.RaggedTensor) -> tf.RaggedTensor:
-        """``ids`` with the rows :meth:`_takes_fast_path` rejects redone by the table.
-
-        Called as ``self._redo_rows``: one function that is not inlined, so the ``tf.cond``
-        around it, which a graph lowers to nodes on both sides, has one node on this side
-        instead of the table path's hundreds, which every batch walked (5% of the tokenization
-        in ``tf.data``: ``benchmarks/RESULTS.md``).
-        """
+    def _redo_by_rows(
+        self, texts: tf.Tensor, ids: tf.RaggedTensor, safe: tf.Tensor
+    ) -> tf.RaggedTensor:
+        """``ids`` with the rows that are not ``safe`` or hold an ``[UNK]`` redone by the table."""
         return _by_rows(
-            self._takes_fast_path(texts, ids),
+            tf.logical_and(safe, _rows_without_unknown(ids, self.unk_id)),
             lambda rows: self._tokenize_table(tf.gather(texts, rows)),
             lambda rows: tf.gather(ids, rows),
         )
