@@ -96,10 +96,11 @@ tiny batch but builds the real sizes).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -369,6 +370,17 @@ def check_shapes(name: str, got: list[tuple], hp: dict, batch: int, length: int)
 # -- the parts -----------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def dtype_policy(policy: str) -> Iterator[None]:
+    """Keras' global dtype policy set to ``policy`` inside, the previous one restored after."""
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
 def forward_cases(
     worker: Worker,
     config: str,
@@ -379,18 +391,8 @@ def forward_cases(
 ) -> tuple[list[Case], str]:
     """The forward figures of one config (work: tokens) and torch's attention implementation;
     torch's figures are round trips to the torch worker process. Under another Keras dtype
-    policy than float32, texkit and KerasHub only (torch's figures are float32's)."""
-    previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(policy)
-    try:
-        return _forward_cases(worker, config, batch, length, torch_threads, policy)
-    finally:
-        keras.config.set_dtype_policy(previous)
-
-
-def _forward_cases(
-    worker: Worker, config: str, batch: int, length: int, torch_threads: list[int], policy: str
-) -> tuple[list[Case], str]:
+    policy than float32, texkit and KerasHub only (torch's figures are float32's). Call it with
+    that policy set (``dtype_policy``): the models are built under it."""
     key = policy_key(config, policy)
     hp = hparams_of(config)
     data = random_batch(hp, batch, length)
@@ -444,17 +446,9 @@ def policy_key(config: str, policy: str) -> str:
 
 
 def finetune_cases(config: str, batch: int, length: int, policy: str) -> list[Case]:
-    """The training-step figures of one config (work: examples), every model built under the
-    Keras dtype policy ``policy`` (texkit's and KerasHub's layers both follow it)."""
-    previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(policy)
-    try:
-        return _finetune_cases(config, batch, length, policy_key(config, policy))
-    finally:
-        keras.config.set_dtype_policy(previous)
-
-
-def _finetune_cases(config: str, batch: int, length: int, key: str) -> list[Case]:
+    """The training-step figures of one config (work: examples). Call it with the Keras dtype
+    policy ``policy`` set (``dtype_policy``): both models are built under it."""
+    key = policy_key(config, policy)
     hp = hparams_of(config)
     data = random_batch(hp, batch, length)
     labels = np.random.default_rng(1).integers(0, NUM_CLASSES, [batch]).astype(np.int32)
@@ -612,9 +606,10 @@ def forward_and_limit(
     if "forward" in parts:
         for config in configs:
             for policy in policies:
-                config_cases, attention[policy_key(config, policy)] = forward_cases(
-                    worker, config, args.batch, args.length, threads, policy
-                )
+                with dtype_policy(policy):
+                    config_cases, attention[policy_key(config, policy)] = forward_cases(
+                        worker, config, args.batch, args.length, threads, policy
+                    )
                 cases += config_cases
     if "limit" in parts:
         cases += matmul_cases(worker, args.matmul)
@@ -723,7 +718,8 @@ def main(argv: list[str] | None = None) -> dict:
         cases = []
         for config in finetune_configs:
             for policy in policies:
-                cases += finetune_cases(config, args.batch, args.length, policy)
+                with dtype_policy(policy):
+                    cases += finetune_cases(config, args.batch, args.length, policy)
         measure(cases, args.repeats, args.budget)
         named = {case.name: case for case in cases}
         results["finetune"] = {
