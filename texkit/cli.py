@@ -5,7 +5,7 @@ texkit hparams WordEmbedder dim=64           # ... with overrides applied and va
 texkit train EXPERIMENT.yaml [key=value ...] # train (resuming from run.model_dir)
 texkit evaluate EXPERIMENT.yaml [--split test]
 texkit predict EXPERIMENT.yaml --output predictions.jsonl [--split test]
-texkit export EXPERIMENT.yaml --output serving/
+texkit export EXPERIMENT.yaml --output serving/ [--overwrite]
 
 An experiment file names registered builders (texkit.run.experiment); ``--include FILE.py``
 imports a file of your own that registers more. A YAML file itself can only name code, never
@@ -118,7 +118,7 @@ def _run_command(args: argparse.Namespace) -> int:
                 stream.write(json.dumps(row) + "\n")
         print(f"texkit: wrote {len(rows)} predictions to {args.output}", file=sys.stderr)
     else:
-        trainer.export(args.output)
+        trainer.export(args.output, overwrite=args.overwrite)
         print(f"texkit: exported a SavedModel to {args.output}", file=sys.stderr)
     return 0
 
@@ -146,6 +146,11 @@ def _add_run_arguments(command: argparse.ArgumentParser, name: str) -> None:
         command.add_argument("--split", default="eval" if name == "evaluate" else "test")
     if name in ("predict", "export"):
         command.add_argument("--output", required=True, help="the file or folder to write")
+    if name == "export":
+        command.add_argument(
+            "--overwrite", action="store_true",
+            help="replace a SavedModel an earlier export wrote at --output (never anything else)",
+        )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         return _print_hparams(args.name, args.overrides)
     try:
         return _run_command(args)
-    except (HParamsError, FileNotFoundError, KeyError) as error:
+    except (HParamsError, FileNotFoundError, FileExistsError, KeyError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"texkit {args.command}: {message}", file=sys.stderr)
         return 2

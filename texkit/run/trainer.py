@@ -37,6 +37,7 @@ import tensorflow as tf
 from texkit import registry
 from texkit.hparams import HParams, HParamsError
 from texkit.run.distribution import strategy_from_hparams
+from texkit.run.export import check_export_path, export_saved_model
 from texkit.run.optimization import optimizer_from_hparams
 
 __all__ = [
@@ -592,17 +593,22 @@ class Trainer:
         """The model's outputs on a split (labels, if the split has them, are ignored)."""
         return self.model.predict(self._input(split), steps=steps, verbose=0)
 
-    def export(self, path: str, preprocessor: Any = None) -> str:
+    def export(self, path: str, preprocessor: Any = None, overwrite: bool = False) -> str:
         """Writes a SavedModel for serving; returns ``path``.
 
         Its ``serve`` endpoint (also the ``serving_default`` signature) takes raw inputs, as
         ``preprocessor.serving_input_signature`` describes, when there is a preprocessor (given
         here, or the data's ``preprocessor``), and the model's own inputs otherwise.
+
+        ``path`` must be new or empty; ``overwrite=True`` replaces a SavedModel an earlier export
+        wrote there, and nothing else (see ``texkit.run.export``).
+
+        Raises:
+            FileExistsError: ``path`` is a file, or a folder that may not be replaced.
         """
+        check_export_path(path, overwrite)  # before any tracing: a refusal costs nothing
         preprocessor = preprocessor or getattr(self.data, "preprocessor", None)
         model = self.model
-        archive = keras.export.ExportArchive()
-        archive.track(model)
         if preprocessor is not None:
             signature = getattr(preprocessor, "serving_input_signature", None)
             if signature is None:
@@ -612,22 +618,19 @@ class Trainer:
                 )
             if isinstance(preprocessor, keras.layers.Layer) and not preprocessor.built:
                 preprocessor(_zeros_like_spec(signature))  # builds it, as export requires
-            archive.track(preprocessor)
+            tracked = [model, preprocessor]
 
             def serve(inputs: Any) -> Any:
                 return model(preprocessor(inputs), training=False)
 
         else:
             signature = self._model_input_signature()
+            tracked = [model]
 
             def serve(inputs: Any) -> Any:
                 return model(inputs, training=False)
 
-        archive.add_endpoint("serve", serve, input_signature=[signature])
-        if tf.io.gfile.exists(path):
-            tf.io.gfile.rmtree(path)
-        archive.write_out(path, verbose=False)
-        return path
+        return export_saved_model(path, serve, signature, tracked, overwrite=overwrite)
 
     def _model_input_signature(self) -> Any:
         inputs = getattr(self.model, "_inputs_struct", None)  # a functional model's inputs
