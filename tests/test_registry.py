@@ -298,7 +298,7 @@ def test_name_of_what_cannot_be_named_is_none():
     "path",
     [
         "texkit.core.layers.keras.src.backend.tensorflow.core.tf.io.TFRecordWriter",
-        "texkit.modules.base.keras.callbacks.CSVLogger",
+        "texkit.modules.embedders.keras.callbacks.CSVLogger",
         "texkit.core.layers.keras.src.layers.core.dense.Dense",
         "texkit.core.layers.registry.register",
         "keras.layers.keras.src.saving.saving_lib.DiskIOStore",

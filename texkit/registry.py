@@ -39,9 +39,16 @@ import sys
 import types
 from typing import Any
 
-from texkit.hparams import HParamsError
+from texkit.errors import HParamsError
 
-__all__ = ["register", "resolve", "name_of", "registered_names"]
+__all__ = [
+    "loader_for",
+    "name_of",
+    "register",
+    "register_loader",
+    "registered_names",
+    "resolve",
+]
 
 # Where a dotted path may point: the namespaces that hold model parts, not the whole packages,
 # since e.g. tensorflow.io.gfile.rmtree or keras.config.enable_unsafe_deserialization are
@@ -297,3 +304,33 @@ def name_of(obj: Any) -> str | None:
         except HParamsError:
             continue
     return None
+
+
+# -- checkpoint loaders ----------------------------------------------------------------------
+# Modules and tokenizers reach checkpoint loading through this table, which texkit.pretrained
+# fills for each class it can load (when texkit is imported): the layers below pretrained/ never
+# import it.
+_LOADERS: dict[type, Any] = {}
+
+
+def register_loader(cls: type, loader: Any) -> None:
+    """Makes ``cls.from_pretrained(...)`` (and its subclasses') call ``loader(cls, ...)``."""
+    if not inspect.isclass(cls) or not callable(loader):
+        raise TypeError(f"register_loader takes a class and a callable, got {cls!r}, {loader!r}")
+    _LOADERS[cls] = loader
+
+
+def loader_for(cls: type) -> Any:
+    """The checkpoint loader registered for ``cls`` or its nearest base class.
+
+    Raises:
+        NotImplementedError: no loader is registered for ``cls`` or any of its bases.
+    """
+    for klass in inspect.getmro(cls):
+        if klass in _LOADERS:
+            return _LOADERS[klass]
+    raise NotImplementedError(
+        f"{cls.__name__}.from_pretrained: no checkpoint loader is registered for {cls.__name__} "
+        "(texkit.pretrained registers them when texkit is imported; a class of your own "
+        "registers one with texkit.registry.register_loader)"
+    )

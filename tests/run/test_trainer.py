@@ -20,7 +20,7 @@ import tensorflow as tf
 import texkit as tx
 from texkit.configurable import hparams_paths
 from texkit.run.experiment import EXPERIMENT_HPARAMS_DOC
-from texkit.run.trainer import RUN_HPARAMS_DOC
+from texkit.run.run_config import RUN_HPARAMS_DOC
 
 from . import toy_experiment
 from .toy_experiment import toy_experiment as experiment
@@ -475,7 +475,7 @@ def test_the_tpu_yaml_holds_valid_tpu_settings():
         os.path.dirname(__file__), os.pardir, os.pardir, "hparams", "bert_classifier_tpu.yaml"
     )
     hp = tx.HParams.from_yaml(path, tx.run.default_experiment_hparams())
-    tx.run.trainer.check_run_hparams(hp.run)
+    tx.run.run_config.check_run_hparams(hp.run)
     assert hp.distribution.type == "tpu"
     assert hp.run.precision == "mixed_bfloat16" and hp.run.jit_compile is True
     assert hp.run.steps_per_execution > 1

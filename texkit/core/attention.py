@@ -21,10 +21,10 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from texkit.configurable import ModuleBase
 from texkit.core import fused
 from texkit.core.layers import get_initializer
 from texkit.hparams import HParamsError, check_positive_int, check_rate
-from texkit.modules.base import ModuleBase
 
 __all__ = [
     "KVCache",

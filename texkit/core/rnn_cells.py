@@ -32,9 +32,7 @@ from typing import Any
 import keras
 from keras import ops
 
-# keras.layers.RNN recognizes the cells whose masks it manages by this (not exported) mixin; the
-# wrappers derive from it so that RNN prepares and resets their masks and their wrapped cell's.
-from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
+from texkit._compat import DropoutRNNCell
 
 __all__ = [
     "DropoutWrapper",

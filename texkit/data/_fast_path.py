@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
-from tensorflow.core.framework import attr_value_pb2
 
 from texkit.data._text_normalization import (
     _FAST_CANDIDATES,
@@ -127,32 +125,3 @@ def _by_rows(
     ids = tf.concat([others(other_index), taken(taken_index)], 0)
     order = tf.math.invert_permutation(tf.concat([other_index, taken_index], 0))
     return tf.gather(ids, order)
-
-
-def _cond_of_functions(
-    pred: tf.Tensor, true_fn: Callable[[], Any], false_fn: Callable[[], Any]
-) -> Any:
-    """``tf.cond`` whose branches stay functions in a graph: only the branch taken runs.
-
-    In a graph TensorFlow lowers the ``If`` op of ``tf.cond``, by default, into
-    ``Switch``/``Merge`` nodes: both branches join the calling graph and every call walks the
-    nodes of the branch not taken. For the table path (hundreds of ops) in a ``tf.data`` map
-    function that cost 5% of the tokenization on text that never took it. The ``If`` op keeps
-    its branches as functions when its ``_lower_using_switch_merge`` attribute is false, as
-    TensorFlow sets it under XLA. (A branch called as a function that is not inlined, the
-    public way to the same, ran 1.6 times slower when taken, in ``tf.data``:
-    ``benchmarks/RESULTS.md``.) Where the attribute cannot be set the lowered ``tf.cond`` is
-    kept: the result is the same.
-    """
-    if tf.executing_eagerly():
-        return tf.cond(pred, true_fn, false_fn)
-    graph = tf.compat.v1.get_default_graph()
-    first = len(graph.get_operations())
-    result = tf.cond(pred, true_fn, false_fn)
-    for op in graph.get_operations()[first:]:
-        if op.type in ("If", "StatelessIf"):
-            try:
-                op._set_attr("_lower_using_switch_merge", attr_value_pb2.AttrValue(b=False))
-            except AttributeError:
-                pass
-    return result

@@ -79,16 +79,16 @@ Known differences from the reference, all deliberate or negligible:
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from texkit import registry
+from texkit._compat import cond_with_function_branches
 from texkit.data._fast_path import (
     _by_rows,
-    _cond_of_functions,
     _fast_path_pattern,
     _rows_without_unknown,
     _without_whitespace,
@@ -274,33 +274,7 @@ class BERTTokenizer(tf.Module):
                 ``tokenizer_config.json`` (Hugging Face); a Google folder has none, so give it.
             **kwargs: The other arguments of :class:`BERTTokenizer`.
         """
-        from texkit.pretrained.bert import resolve_checkpoint  # texkit.pretrained imports data
-
-        path = resolve_checkpoint(path)
-        config_file = os.path.join(path, "tokenizer_config.json")
-        config = {}
-        if tf.io.gfile.exists(config_file):
-            with tf.io.gfile.GFile(config_file) as f:
-                config = json.load(f)
-        if lowercase is None:
-            if not isinstance(config.get("do_lower_case"), bool):
-                raise ValueError(
-                    f"BERTTokenizer.from_pretrained: {path!r} does not say whether the model is "
-                    "uncased (no do_lower_case in a tokenizer_config.json); pass lowercase=True "
-                    "for an uncased model, False for a cased one"
-                )
-            lowercase = config["do_lower_case"]
-        # Options of the Hugging Face tokenizer that this one does not implement.
-        for key, supported in (
-            ("strip_accents", (None, lowercase)),
-            ("tokenize_chinese_chars", (None, True)),
-        ):
-            if key in config and config[key] not in supported:
-                raise ValueError(
-                    f"BERTTokenizer.from_pretrained: {config_file!r} sets {key}="
-                    f"{config[key]!r}, which BERTTokenizer does not support"
-                )
-        return cls(os.path.join(path, "vocab.txt"), lowercase=lowercase, **kwargs)
+        return registry.loader_for(cls)(cls, path, lowercase=lowercase, **kwargs)
 
     # --- Python-side facts -------------------------------------------------------------------
 
@@ -598,7 +572,9 @@ class BERTTokenizer(tf.Module):
         whole = tf.logical_and(
             all_safe, tf.logical_not(tf.reduce_any(tf.equal(ids.flat_values, self.unk_id)))
         )
-        return _cond_of_functions(whole, lambda: ids, lambda: self._redo_by_rows(texts, ids, safe))
+        return cond_with_function_branches(
+            whole, lambda: ids, lambda: self._redo_by_rows(texts, ids, safe)
+        )
 
     def _redo_by_rows(
         self, texts: tf.Tensor, ids: tf.RaggedTensor, safe: tf.Tensor

@@ -1,6 +1,6 @@
 """texkit modules: Keras layers configured by hparams."""
 
-from texkit.modules.base import ModuleBase
+from texkit.configurable import ModuleBase
 from texkit.modules.bert_heads import (
     BERTMaskedLMHead,
     BERTNextSentenceHead,

@@ -19,10 +19,11 @@ from typing import Any
 import keras
 from keras import ops
 
+from texkit import registry
+from texkit.configurable import ModuleBase
 from texkit.core.attention import sequence_mask
 from texkit.core.layers import get_activation
 from texkit.hparams import check_positive_int, check_rate, hparams_scope
-from texkit.modules.base import ModuleBase
 from texkit.modules.encoders.bert_encoder import BERTEncoder, bert_activation
 
 __all__ = [
@@ -185,14 +186,7 @@ class BERTPretrainer(ModuleBase):
         cls, path: str | os.PathLike, hparams: Any = None, **kwargs: Any
     ) -> BERTPretrainer:
         """Builds from a checkpoint folder's config; loads the encoder and the heads it has."""
-        from texkit.pretrained import bert
-
-        hparams = dict(hparams.todict() if hasattr(hparams, "todict") else hparams or {})
-        config = bert.read_bert_config(path)
-        hparams["encoder"] = bert.merge_user_hparams(config, hparams.get("encoder"), path)
-        model = cls(hparams, **kwargs)
-        model.load_report = bert.load_bert_checkpoint(model, path)
-        return model
+        return registry.loader_for(cls)(cls, path, hparams, **kwargs)
 
     def build(self, input_ids_shape: Any, *args: Any, **kwargs: Any) -> None:
         hidden = (None, None, self.hparams.encoder.hidden_size)

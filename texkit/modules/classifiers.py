@@ -12,10 +12,11 @@ from typing import Any
 import keras
 from keras import ops
 
+from texkit import registry
+from texkit.configurable import ModuleBase
 from texkit.core.attention import sequence_mask
 from texkit.core.layers import MaskedMeanPooling
 from texkit.hparams import HParamsError, check_positive_int, check_rate, hparams_scope
-from texkit.modules.base import ModuleBase
 from texkit.modules.encoders.bert_encoder import BERTEncoder
 from texkit.modules.sentence_classifiers import Conv1DClassifier, UnidirectionalRNNClassifier
 
@@ -112,14 +113,7 @@ class BERTClassifier(ModuleBase):
         ``hparams["encoder"]`` may override dropout rates; architecture values that contradict
         the checkpoint's config are an error. The output layer starts from random weights.
         """
-        from texkit.pretrained import bert
-
-        hparams = dict(hparams.todict() if hasattr(hparams, "todict") else hparams or {})
-        config = bert.read_bert_config(path)
-        hparams["encoder"] = bert.merge_user_hparams(config, hparams.get("encoder"), path)
-        classifier = cls(hparams, **kwargs)
-        bert.load_bert_checkpoint(classifier, path)
-        return classifier
+        return registry.loader_for(cls)(cls, path, hparams, **kwargs)
 
     def build(self, input_ids_shape: Any, *args: Any, **kwargs: Any) -> None:
         hidden = self.hparams.encoder.hidden_size

@@ -25,9 +25,9 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from texkit.configurable import ModuleBase
 from texkit.core.layers import get_activation
 from texkit.hparams import HParams, HParamsError
-from texkit.modules.base import ModuleBase
 
 __all__ = ["ConstantConnector", "ForwardConnector", "MLPTransformConnector"]
 

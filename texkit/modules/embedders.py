@@ -27,9 +27,9 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from texkit.configurable import ModuleBase
 from texkit.core.layers import get_initializer
 from texkit.hparams import HParams, HParamsError, check_positive_int, check_rate
-from texkit.modules.base import ModuleBase
 
 __all__ = ["WordEmbedder", "PositionEmbedder", "SinusoidsPositionEmbedder"]
 

@@ -13,6 +13,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from texkit.configurable import ModuleBase
 from texkit.core.attention import sequence_mask
 from texkit.core.layers import (
     default_rnn_cell_hparams,
@@ -25,7 +26,6 @@ from texkit.core.layers import (
     training_dropout,
 )
 from texkit.hparams import HParamsError, check_positive_int, check_rate
-from texkit.modules.base import ModuleBase
 from texkit.modules.encoders.conv_encoder import Conv1DEncoder
 
 __all__ = ["Conv1DClassifier", "UnidirectionalRNNClassifier"]

@@ -33,7 +33,13 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from texkit import registry
+from texkit.configurable import ModuleBase
+from texkit.data.tokenizers import BERTTokenizer
 from texkit.hparams import HParams, HParamsError
+from texkit.modules.bert_heads import BERTPretrainer
+from texkit.modules.classifiers import BERTClassifier
+from texkit.modules.encoders.bert_encoder import BERTEncoder
 
 __all__ = [
     "CheckpointError",
@@ -44,8 +50,10 @@ __all__ = [
     "encoder_from_pretrained",
     "load_bert_checkpoint",
     "merge_user_hparams",
+    "model_from_pretrained",
     "read_bert_config",
     "resolve_checkpoint",
+    "tokenizer_from_pretrained",
     "vocab_file",
 ]
 
@@ -361,6 +369,51 @@ def encoder_from_pretrained(cls: type, path: Any, hparams: Any = None, **kwargs:
     return encoder
 
 
+def model_from_pretrained(cls: type, path: Any, hparams: Any = None, **kwargs: Any) -> Any:
+    """Implements ``from_pretrained`` of a model whose ``encoder`` is a BERT encoder
+    (``BERTClassifier``, ``BERTPretrainer``): the encoder's hparams come from the checkpoint's
+    config (``hparams["encoder"]`` may only agree with them, or set dropout rates and names);
+    the encoder and the heads the checkpoint has are loaded."""
+    path = resolve_checkpoint(path)
+    hparams = dict(hparams.todict() if hasattr(hparams, "todict") else hparams or {})
+    config = read_bert_config(path)
+    hparams["encoder"] = merge_user_hparams(config, hparams.get("encoder"), path)
+    model = cls(hparams, **kwargs)
+    model.load_report = load_bert_checkpoint(model, path)
+    return model
+
+
+def tokenizer_from_pretrained(
+    cls: type, path: Any, lowercase: bool | None = None, **kwargs: Any
+) -> Any:
+    """Implements ``BERTTokenizer.from_pretrained``: the folder's ``vocab.txt`` and casing."""
+    path = resolve_checkpoint(path)
+    config_file = os.path.join(path, "tokenizer_config.json")
+    config = {}
+    if tf.io.gfile.exists(config_file):
+        with tf.io.gfile.GFile(config_file) as f:
+            config = json.load(f)
+    if lowercase is None:
+        if not isinstance(config.get("do_lower_case"), bool):
+            raise ValueError(
+                f"BERTTokenizer.from_pretrained: {path!r} does not say whether the model is "
+                "uncased (no do_lower_case in a tokenizer_config.json); pass lowercase=True "
+                "for an uncased model, False for a cased one"
+            )
+        lowercase = config["do_lower_case"]
+    # Options of the Hugging Face tokenizer that this one does not implement.
+    for key, supported in (
+        ("strip_accents", (None, lowercase)),
+        ("tokenize_chinese_chars", (None, True)),
+    ):
+        if key in config and config[key] not in supported:
+            raise ValueError(
+                f"BERTTokenizer.from_pretrained: {config_file!r} sets {key}="
+                f"{config[key]!r}, which BERTTokenizer does not support"
+            )
+    return cls(os.path.join(path, "vocab.txt"), lowercase=lowercase, **kwargs)
+
+
 # -- readers ---------------------------------------------------------------------------------
 
 
@@ -444,8 +497,6 @@ def _resolve_attribute(root: Any, path: str) -> Any:
 
 
 def _parts(model: Any) -> tuple[Any, dict[str, Any]]:
-    from texkit.modules.encoders.bert_encoder import BERTEncoder
-
     if isinstance(model, BERTEncoder):
         return model, {}
     encoder = getattr(model, "encoder", None)
@@ -470,7 +521,6 @@ def _ensure_built(model: Any, encoder: Any, heads: Mapping[str, Any]) -> None:
     variables). Another model only gets its encoder and heads built: Keras builds the rest from
     data, as usual.
     """
-    from texkit.modules.base import ModuleBase
 
     if isinstance(model, ModuleBase) and not model.built:
         model.build((None, None))
@@ -590,3 +640,9 @@ def load_bert_checkpoint(model: Any, path: str | os.PathLike) -> LoadReport:
             "%s: %d entries not loaded: %s", reader.file, len(report.unused), report.unused[:10]
         )
     return report
+
+
+registry.register_loader(BERTEncoder, encoder_from_pretrained)
+registry.register_loader(BERTClassifier, model_from_pretrained)
+registry.register_loader(BERTPretrainer, model_from_pretrained)
+registry.register_loader(BERTTokenizer, tokenizer_from_pretrained)

@@ -10,8 +10,9 @@ from texkit.run.experiment import (
     validate_experiment,
 )
 from texkit.run.optimization import default_optimization_hparams, optimizer_from_hparams
+from texkit.run.run_config import default_run_hparams
 from texkit.run.schedules import InverseSquareRootDecay, WarmupPolynomialDecay
-from texkit.run.trainer import Trainer, TrainingDiverged, default_run_hparams
+from texkit.run.trainer import Trainer, TrainingDiverged
 
 __all__ = [
     "Data",

@@ -32,7 +32,7 @@ from texkit import registry
 from texkit.hparams import HParams, HParamsError
 from texkit.run.distribution import DISTRIBUTION_HPARAMS_DOC, default_distribution_hparams
 from texkit.run.optimization import OPTIMIZATION_HPARAMS_DOC, default_optimization_hparams
-from texkit.run.trainer import RUN_HPARAMS_DOC, check_run_hparams, default_run_hparams
+from texkit.run.run_config import RUN_HPARAMS_DOC, check_run_hparams, default_run_hparams
 
 __all__ = [
     "Data",

@@ -21,7 +21,7 @@ from typing import Any
 import keras
 
 from texkit import registry
-from texkit.hparams import HParams, HParamsError, _accepted_kwargs
+from texkit.hparams import HParams, HParamsError, accepted_kwargs
 
 __all__ = ["default_optimization_hparams", "optimizer_from_hparams", "OPTIMIZATION_HPARAMS_DOC"]
 
@@ -89,7 +89,7 @@ def _schedule(hp: HParams) -> Any:
             f"{spec.type!r} is not a Keras LearningRateSchedule", "learning_rate_schedule.type"
         )
     kwargs = spec.kwargs.todict()
-    accepted = _accepted_kwargs(schedule_class) or set()
+    accepted = accepted_kwargs(schedule_class) or set()
     for rate_arg in ("learning_rate", "initial_learning_rate"):
         if rate_arg in kwargs:
             raise HParamsError(

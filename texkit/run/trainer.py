@@ -25,7 +25,6 @@ The whole resolved experiment is written to ``model_dir/hparams.yaml`` when trai
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -34,92 +33,16 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from texkit import registry
+from texkit import _compat, registry
 from texkit.hparams import HParams, HParamsError
+from texkit.run.callbacks import Checkpointer, DivergenceGuard, EarlyStopping
 from texkit.run.distribution import strategy_from_hparams
+from texkit.run.experiment import default_experiment_hparams, resolve_builder, validate_experiment
 from texkit.run.export import check_export_path, export_saved_model
 from texkit.run.optimization import optimizer_from_hparams
+from texkit.run.run_config import build_metric, check_run_hparams
 
-__all__ = [
-    "RUN_HPARAMS_DOC",
-    "Trainer",
-    "TrainingDiverged",
-    "check_run_hparams",
-    "default_run_hparams",
-]
-
-_PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
-# Metric names that `Model.compile` resolves itself (by the loss), beyond `keras.metrics.get`.
-_COMPILE_METRIC_NAMES = ("accuracy", "acc", "crossentropy", "ce")
-
-RUN_HPARAMS_DOC = {
-    "model_dir": (
-        "Where checkpoints, hparams.yaml and TensorBoard logs go (a local path or a tf.io.gfile "
-        "URL such as gs://...). Empty: no checkpoints and no resume."
-    ),
-    "train_steps": "Total optimizer steps of the run (a resumed run counts its earlier steps).",
-    "checkpoint_every_steps": (
-        "Save a checkpoint every this many steps; it is also the length of one Keras epoch "
-        "(one progress bar)."
-    ),
-    "keep_checkpoints": "How many of the latest checkpoints to keep.",
-    "eval_every_steps": (
-        "Evaluate on the 'eval' split every this many steps (a multiple of "
-        "checkpoint_every_steps); None: at every checkpoint; 0: never during training."
-    ),
-    "eval_steps": "Batches per evaluation; None: the whole 'eval' split.",
-    "early_stopping.monitor": "The logged value to watch, e.g. 'val_loss' or 'val_accuracy'.",
-    "early_stopping.patience": (
-        "Stop after this many evaluations without improvement; 0 turns early stopping off."
-    ),
-    "early_stopping.mode": "'min', 'max', or 'auto' (from the name of the monitored value).",
-    "early_stopping.min_delta": "The smallest change that counts as an improvement.",
-    "loss": (
-        "{type, kwargs}: a Keras loss for models that do not define compute_loss, e.g. "
-        "SparseCategoricalCrossentropy with kwargs {from_logits: true}; type None: the model's own."
-    ),
-    "metrics": (
-        "Metrics to compile: Keras metric names ('accuracy', 'sparse_categorical_accuracy', ...) "
-        "or {type, kwargs} dicts naming registered metric classes."
-    ),
-    "precision": (
-        "'float32', 'mixed_bfloat16' (TPUs, recent GPUs and CPUs) or 'mixed_float16' (GPUs; the "
-        "loss is scaled dynamically)."
-    ),
-    "jit_compile": "Compile the train step with XLA: true, false, or None (Keras decides).",
-    "steps_per_execution": (
-        "Steps run per call into the compiled graph (TPUs want many); checkpoint_every_steps and "
-        "train_steps must be multiples of it."
-    ),
-    "tensorboard": "Write TensorBoard logs to model_dir/logs.",
-    "seed": "Seed of Python, NumPy, TensorFlow and Keras, set before the data and model are built.",
-    "deterministic": "Turn on TensorFlow's deterministic ops (slower; for exact reproduction).",
-    "verbose": "0: silent, 1: a progress bar per checkpoint interval, 2: one line per interval.",
-    "name": "Name of these settings.",
-}
-
-
-def default_run_hparams() -> dict:
-    """Defaults of the ``run`` section; see ``RUN_HPARAMS_DOC``."""
-    return {
-        "model_dir": "",
-        "train_steps": 1000,
-        "checkpoint_every_steps": 100,
-        "keep_checkpoints": 3,
-        "eval_every_steps": None,
-        "eval_steps": None,
-        "early_stopping": {"monitor": "val_loss", "patience": 0, "mode": "auto", "min_delta": 0.0},
-        "loss": {"type": None, "kwargs": {}},
-        "metrics": [],
-        "precision": "float32",
-        "jit_compile": None,
-        "steps_per_execution": 1,
-        "tensorboard": True,
-        "seed": None,
-        "deterministic": False,
-        "verbose": 1,
-        "name": "run",
-    }
+__all__ = ["Trainer", "TrainingDiverged", "checkpoint_step"]
 
 
 class TrainingDiverged(FloatingPointError):
@@ -129,71 +52,6 @@ class TrainingDiverged(FloatingPointError):
         super().__init__(message)
         self.step = step
         self.checkpoint = checkpoint
-
-
-def _positive_int(value: Any, path: str, minimum: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise HParamsError(f"expected an int >= {minimum}, got {value!r}", path)
-
-
-def check_run_hparams(hp: HParams) -> None:
-    """Checks the values of a validated ``run`` section; errors name the key (``run.<key>``)."""
-    for key in ("train_steps", "checkpoint_every_steps", "keep_checkpoints", "steps_per_execution"):
-        _positive_int(hp[key], f"run.{key}")
-    every, spe = hp.checkpoint_every_steps, hp.steps_per_execution
-    for key in ("checkpoint_every_steps", "train_steps"):
-        if hp[key] % spe:
-            raise HParamsError(
-                f"{hp[key]} is not a multiple of steps_per_execution ({spe})", f"run.{key}"
-            )
-    if hp.eval_every_steps is not None:
-        _positive_int(hp.eval_every_steps, "run.eval_every_steps", minimum=0)
-        if hp.eval_every_steps % every:
-            raise HParamsError(
-                f"{hp.eval_every_steps} is not a multiple of checkpoint_every_steps ({every})",
-                "run.eval_every_steps",
-            )
-    if hp.eval_steps is not None:
-        _positive_int(hp.eval_steps, "run.eval_steps")
-    if hp.seed is not None:
-        _positive_int(hp.seed, "run.seed", minimum=0)
-    if hp.precision not in _PRECISIONS:
-        raise HParamsError(f"expected one of {_PRECISIONS}, got {hp.precision!r}", "run.precision")
-    if hp.jit_compile is not None and not isinstance(hp.jit_compile, bool):
-        raise HParamsError(
-            f"expected true, false or None, got {hp.jit_compile!r}", "run.jit_compile"
-        )
-    if hp.verbose not in (0, 1, 2):
-        raise HParamsError(f"expected 0, 1 or 2, got {hp.verbose!r}", "run.verbose")
-    stopping = hp.early_stopping
-    if stopping.mode not in ("auto", "min", "max"):
-        raise HParamsError(
-            f"expected 'auto', 'min' or 'max', got {stopping.mode!r}", "run.early_stopping.mode"
-        )
-    _positive_int(stopping.patience, "run.early_stopping.patience", minimum=0)
-    if hp.loss.type is not None:
-        loss = registry.resolve(hp.loss.type)
-        if not (isinstance(loss, type) and issubclass(loss, keras.losses.Loss)):
-            raise HParamsError(f"{hp.loss.type!r} is not a Keras Loss class", "run.loss.type")
-    for index, metric in enumerate(hp.metrics):
-        _metric(metric, f"run.metrics.{index}")
-
-
-def _metric(spec: Any, path: str) -> Any:
-    if isinstance(spec, str):
-        if spec not in _COMPILE_METRIC_NAMES:
-            try:
-                keras.metrics.get(spec)
-            except (ValueError, TypeError):
-                raise HParamsError(f"Keras has no metric named {spec!r}", path) from None
-        return spec
-    if isinstance(spec, Mapping):
-        merged = HParams(spec, {"type": None, "kwargs": {}})
-        metric_class = registry.resolve(merged.type) if merged.type else None
-        if not (isinstance(metric_class, type) and issubclass(metric_class, keras.metrics.Metric)):
-            raise HParamsError(f"{merged.type!r} is not a Keras Metric class", f"{path}.type")
-        return lambda: metric_class(**merged.kwargs.todict())
-    raise HParamsError(f"expected a metric name or {{type, kwargs}}, got {spec!r}", path)
 
 
 @contextlib.contextmanager
@@ -231,64 +89,6 @@ def checkpoint_step(path: str) -> int:
     return int(match.group(1))
 
 
-class _DivergenceGuard(keras.callbacks.Callback):
-    """Stops training at the first execution whose loss is NaN or infinite."""
-
-    def __init__(self, steps_per_execution: int):
-        super().__init__()
-        self.steps_per_execution = steps_per_execution
-        self.epoch_start = 0
-        self.step_of_epoch: Callable[[int], int] = lambda epoch: 0
-        self.diverged_at: int | None = None
-
-    def on_epoch_begin(self, epoch: int, logs: Mapping | None = None) -> None:
-        self.epoch_start = self.step_of_epoch(epoch)
-
-    def on_train_batch_end(self, batch: int, logs: Mapping | None = None) -> None:
-        loss = (logs or {}).get("loss")
-        if loss is not None and not math.isfinite(float(loss)):
-            self.diverged_at = self.epoch_start + batch + 1
-            self.model.stop_training = True
-
-
-class _Checkpointer(keras.callbacks.Callback):
-    """Saves ``ckpt-<step>`` at the end of every epoch (checkpoint interval) of a healthy run."""
-
-    def __init__(self, trainer: Trainer, guard: _DivergenceGuard):
-        super().__init__()
-        self.trainer = trainer
-        self.guard = guard
-        self.step_of_epoch: Callable[[int], int] = lambda epoch: 0
-
-    def on_epoch_end(self, epoch: int, logs: Mapping | None = None) -> None:
-        if self.guard.diverged_at is None:
-            self.trainer.save(self.step_of_epoch(epoch + 1))
-
-
-class _EarlyStopping(keras.callbacks.EarlyStopping):
-    """Keras' EarlyStopping that waits quietly for the epochs that evaluate."""
-
-    def _set_monitor_op(self) -> None:
-        try:
-            super()._set_monitor_op()
-        except ValueError:
-            raise HParamsError(
-                f"cannot tell whether {self.monitor!r} should go up or down: set 'min' or 'max'",
-                "run.early_stopping.mode",
-            ) from None
-
-    def get_monitor_value(self, logs: Mapping | None) -> Any:
-        logs = logs or {}
-        if self.monitor in logs:
-            return logs[self.monitor]
-        if any(key.startswith("val_") for key in logs) or not self.monitor.startswith("val_"):
-            raise HParamsError(
-                f"nothing is logged as {self.monitor!r}; logged: {sorted(logs)}",
-                "run.early_stopping.monitor",
-            )
-        return None
-
-
 class Trainer:
     """Builds a model and its optimizer under a distribution strategy and trains it with ``fit``.
 
@@ -316,8 +116,6 @@ class Trainer:
         *,
         strategy: tf.distribute.Strategy | None = None,
     ):
-        from texkit.run.experiment import default_experiment_hparams
-
         self.hparams = HParams(hparams, default_experiment_hparams())
         run = self.hparams.run
         check_run_hparams(run)
@@ -340,9 +138,9 @@ class Trainer:
             if not model.built:
                 self._build_from_data()
             model.optimizer.build(model.trainable_variables)
-        _build_symbolically_from_specs(self.model, self.strategy)
+        _compat.build_model_from_specs(self.model, self.strategy)
         if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
-            _average_scalar_logs_across_workers()
+            _compat.average_scalar_logs_across_workers()
         self._checkpoint = tf.train.Checkpoint(
             model=self.model, optimizer=self.model.optimizer, rng=_random_states(self.model)
         )
@@ -360,8 +158,6 @@ class Trainer:
         Everything is validated first (:func:`texkit.run.validate_experiment`), so a typo fails
         before any data is read.
         """
-        from texkit.run.experiment import resolve_builder, validate_experiment
-
         hp = validate_experiment(hparams)
         data_fn = resolve_builder(hp.data.type, "data", "data.type")
         model_builder = resolve_builder(hp.model.type, "model", "model.type")
@@ -384,7 +180,7 @@ class Trainer:
                 "add_loss, or name a Keras loss here",
                 "run.loss.type",
             )
-        metrics = [_metric(spec, f"run.metrics.{i}") for i, spec in enumerate(run.metrics)]
+        metrics = [build_metric(spec, f"run.metrics.{i}") for i, spec in enumerate(run.metrics)]
         metrics = [m() if callable(m) else m for m in metrics]
         self.model.compile(
             optimizer=optimizer_from_hparams(self.hparams.optimization),
@@ -495,11 +291,11 @@ class Trainer:
             )
         eval_every = interval if run.eval_every_steps is None else run.eval_every_steps
         evaluate = bool(eval_every) and "eval" in self.data
-        guard = _DivergenceGuard(run.steps_per_execution)
-        own: list[keras.callbacks.Callback] = [guard, _Checkpointer(self, guard)]
+        guard = DivergenceGuard(run.steps_per_execution)
+        own: list[keras.callbacks.Callback] = [guard, Checkpointer(self, guard)]
         if run.early_stopping.patience:
             own.append(
-                _EarlyStopping(
+                EarlyStopping(
                     monitor=run.early_stopping.monitor,
                     patience=run.early_stopping.patience,
                     mode=run.early_stopping.mode,
@@ -545,7 +341,7 @@ class Trainer:
             raise self._diverged(guard)
         return history
 
-    def _diverged(self, guard: _DivergenceGuard) -> TrainingDiverged:
+    def _diverged(self, guard: DivergenceGuard) -> TrainingDiverged:
         step, spe = guard.diverged_at, guard.steps_per_execution
         where = f"at step {step}" if spe == 1 else f"between steps {step - spe + 1} and {step}"
         kept = self.latest_checkpoint
@@ -633,7 +429,10 @@ class Trainer:
         return export_saved_model(path, serve, signature, tracked, overwrite=overwrite)
 
     def _model_input_signature(self) -> Any:
-        inputs = getattr(self.model, "_inputs_struct", None)  # a functional model's inputs
+        try:
+            inputs = self.model.input  # a functional model's inputs, in their structure
+        except (AttributeError, ValueError):
+            inputs = None  # a subclassed model: the data's specs say what it takes
         if inputs is not None:
             return tf.nest.map_structure(
                 lambda t: tf.TensorSpec(t.shape, t.dtype, name=t.name), inputs
@@ -644,67 +443,10 @@ class Trainer:
         )
 
 
-def _build_symbolically_from_specs(model: keras.Model, strategy: tf.distribute.Strategy) -> None:
-    """Makes ``fit`` trace its loss and metrics from the data's specs, reading no batch.
-
-    Under a distribution strategy, Keras reads one batch before training (and starts the data
-    again) only to learn its shapes. That extra pass advances every ``shuffle`` that reshuffles
-    each iteration, so the run would see other batches than the same run without a strategy;
-    under ``MultiWorkerMirroredStrategy`` it also fails for features that are dicts. The
-    dataset's ``element_spec`` has the same shapes.
-    """
-
-    def symbolic_build(iterator: Any = None, data_batch: Any = None) -> None:
-        if data_batch is None and iterator is not None:
-            spec = iterator.data_adapter.get_tf_dataset().element_spec
-            data_batch = tf.nest.map_structure(_one_replica_spec, spec)
-        if data_batch is not None:
-            with strategy.scope():
-                model._symbolic_build(data_batch=data_batch)
-
-    model._maybe_symbolic_build = symbolic_build
-
-
-def _one_replica_spec(spec: Any) -> Any:
-    value_specs = getattr(spec, "_value_specs", None)  # a PerReplicaSpec
-    return value_specs[0] if value_specs else spec
-
-
 def _zeros_like_spec(spec: Any) -> Any:
     return tf.nest.map_structure(
         lambda s: tf.zeros([1 if d is None else d for d in s.shape], s.dtype), spec
     )
-
-
-def _average_scalar_logs_across_workers() -> None:
-    """Lets ``fit`` report its loss and metrics under ``MultiWorkerMirroredStrategy``.
-
-    Keras 3 averages each logged value across workers along axis 0, which a scalar does not have
-    ("Invalid reduction dimension 0 for input with 0 dimensions", tensorflow/tensorflow#72388).
-    Scalars are averaged over the workers instead; everything else goes through Keras unchanged.
-    """
-    from keras.src.backend.tensorflow import trainer as keras_tf_trainer
-
-    original = keras_tf_trainer.reduce_per_replica
-    if getattr(original, "_texkit_scalar_mean", False):
-        return
-
-    def reduce_per_replica(values: Any, strategy: Any, reduction: str) -> Any:
-        if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or reduction not in (
-            "auto",
-            "mean",
-        ):
-            return original(values, strategy, reduction)
-
-        def reduce(value: Any) -> Any:
-            if getattr(value, "shape", None) is not None and value.shape.rank == 0:
-                return strategy.reduce("MEAN", value, axis=None)
-            return original(value, strategy, reduction)
-
-        return tf.nest.map_structure(reduce, values)
-
-    reduce_per_replica._texkit_scalar_mean = True
-    keras_tf_trainer.reduce_per_replica = reduce_per_replica
 
 
 def _seed(hp: HParams) -> None:

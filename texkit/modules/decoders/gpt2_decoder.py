@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from texkit.modules.base import ModuleBase
-from texkit.modules.decoders.decoding import BeamSearchOutput, DecoderOutput
+from texkit.modules.decoders.decoder_base import DecoderBase, Inference
+from texkit.modules.decoders.decoding import DecodeResult
 from texkit.modules.decoders.transformer_decoder import TransformerDecoder
 from texkit.modules.embedders import WordEmbedder
 
 __all__ = ["GPT2Decoder"]
 
 
-class GPT2Decoder(ModuleBase):
+class GPT2Decoder(DecoderBase):
     """A GPT-style language model: a :class:`WordEmbedder` and a
     :class:`~texkit.modules.TransformerDecoder` without cross-attention, tied to each other.
 
@@ -58,6 +58,8 @@ class GPT2Decoder(ModuleBase):
         "name": "Layer name.",
     }
 
+    ACCEPTS_CONTEXT = True
+
     def __init__(self, hparams: Any = None, **kwargs: Any):
         super().__init__(hparams, **kwargs)
         hp = self.hparams
@@ -72,6 +74,8 @@ class GPT2Decoder(ModuleBase):
         self.decoder = TransformerDecoder(
             output_layer=self.word_embedder, hparams=decoder, dtype=self.dtype_policy
         )
+        self.vocab_size = hp.vocab_size
+        self.output_layer = self.decoder.output_layer
 
     @classmethod
     def default_hparams(cls) -> dict:
@@ -114,64 +118,36 @@ class GPT2Decoder(ModuleBase):
             "name": "gpt2_decoder",
         }
 
+    # --- the decoder base's hooks: the inner TransformerDecoder's, with the owned embedder ---
+
     def build(self, inputs_shape: Any = None, *args: Any, **kwargs: Any) -> None:
         self.word_embedder.build(None)
         self.decoder.build(None)
         self.built = True
 
-    def call(
-        self,
-        inputs: Any = None,
-        sequence_length: Any = None,
-        decoding_strategy: str = "train_greedy",
-        start_tokens: Any = None,
-        end_token: Any = None,
-        context: Any = None,
-        context_sequence_length: Any = None,
-        max_decoding_length: int | None = None,
-        softmax_temperature: float = 1.0,
-        top_k: int = 0,
-        top_p: float = 1.0,
-        seed: Any = None,
-        training: Any = None,
-    ) -> tuple[DecoderOutput, tuple, Any]:
-        return self.decoder(
-            inputs=inputs,
-            sequence_length=sequence_length,
-            decoding_strategy=decoding_strategy,
-            embedding=self.word_embedder,
-            start_tokens=start_tokens,
-            end_token=end_token,
-            context=context,
-            context_sequence_length=context_sequence_length,
-            max_decoding_length=max_decoding_length,
-            softmax_temperature=softmax_temperature,
-            top_k=top_k,
-            top_p=top_p,
-            seed=seed,
-            training=training,
-        )
+    def _parts_built(self, memory_shape: Any) -> bool:
+        return self.decoder.blocks[0].built
 
-    def beam_search(
-        self,
-        beam_width: int,
-        length_penalty: float = 0.0,
-        start_tokens: Any = None,
-        end_token: Any = None,
-        max_decoding_length: int | None = None,
-        *,
-        context: Any = None,
-        context_sequence_length: Any = None,
-    ) -> BeamSearchOutput:
-        """Beam search from ``start_tokens`` or ``context`` prompts; see
-        :meth:`TransformerDecoder.beam_search`."""
-        return self.decoder.beam_search(
-            beam_width,
-            length_penalty,
-            start_tokens,
-            end_token,
-            max_decoding_length,
-            embedding=self.word_embedder,
-            context=context,
-            context_sequence_length=context_sequence_length,
-        )
+    def _max_length(self, max_decoding_length: Any) -> int:
+        return self.decoder._max_length(max_decoding_length)
+
+    def _embedding(self, embedding: Any) -> Any:
+        if embedding is not None:
+            raise ValueError(
+                f"{self.name}: embeds tokens with its own word_embedder; give no embedding"
+            )
+        return self.word_embedder
+
+    def _teacher_forcing(self, inputs: Any, sequence_length: Any, embedding: Any,
+                         initial_state: Any, memory: Any, memory_sequence_length: Any,
+                         training: Any) -> tuple[Any, Any, Any]:  # fmt: skip
+        return self.decoder._teacher_forcing(
+            inputs, sequence_length, self._embedding(embedding), initial_state, memory,
+            memory_sequence_length, training,
+        )  # fmt: skip
+
+    def _inference(self, embedding: Any, *args: Any) -> Inference:
+        return self.decoder._inference(self._embedding(embedding), *args)
+
+    def _inference_outputs(self, result: DecodeResult) -> tuple[Any, Any]:
+        return self.decoder._inference_outputs(result)

@@ -31,6 +31,8 @@ its step function and initial state, so everything here compiles with ``jit_comp
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import keras
@@ -46,16 +48,8 @@ from texkit.core.layers import (
 )
 from texkit.core.rnn_cells import prepare_dropout_masks, reset_dropout_masks
 from texkit.hparams import check_positive_int
-from texkit.modules.base import ModuleBase
-from texkit.modules.decoders.decoding import (
-    BeamSearchOutput,
-    DecoderOutput,
-    batch_size_of,
-    beam_search,
-    greedy_decode,
-    sample_decode,
-    where_batch,
-)
+from texkit.modules.decoders.decoder_base import DecoderBase, Inference
+from texkit.modules.decoders.decoding import DecodeResult, DecoderOutput, batch_size_of, where_batch
 
 __all__ = [
     "AttentionDecoderOutput",
@@ -64,8 +58,6 @@ __all__ = [
     "BasicRNNDecoder",
     "DecoderOutput",
 ]
-
-STRATEGIES = ("train_greedy", "infer_greedy", "infer_sample")
 
 
 class AttentionDecoderOutput(NamedTuple):
@@ -98,11 +90,13 @@ def _flatten_like(structure: Any, values: Any) -> Any:
     return tf.nest.pack_sequence_as(structure, tf.nest.flatten(values))
 
 
-class _RNNDecoderBase(ModuleBase):
+class _RNNDecoderBase(DecoderBase):
     """What both RNN decoders share: the cell, the output layer, and the ways to run them.
 
     A subclass supplies the step (``_cell_step``), its state, and what it records per step.
     """
+
+    ACCEPTS_INITIAL_STATE = True
 
     def __init__(
         self,
@@ -143,16 +137,26 @@ class _RNNDecoderBase(ModuleBase):
     # --- building -------------------------------------------------------------------------------
 
     def build(self, inputs_shape: Any = None, *args: Any, **kwargs: Any) -> None:
+        """Creates the cell's and output layer's weights from the step input's size (the last
+        axis of ``inputs_shape``) and, for the attention decoder, ``memory_shape``'s. Keras calls
+        it on the first call's shapes; a call that does not have them (token ids, inference)
+        calls it once it knows them."""
         memory_shape = kwargs.get("memory_shape")
+        input_size = None
         if inputs_shape is not None and len(inputs_shape) == 3:
-            memory_size = None if memory_shape is None else memory_shape[-1]
-            self._build_parts(inputs_shape[-1], memory_size)
+            input_size = inputs_shape[-1]
+        memory_size = None if memory_shape is None else memory_shape[-1]
+        if input_size is not None and self._sizes_known(memory_size) and not self.cell.built:
+            self._build_parts(input_size, memory_size)
         self.built = True
 
+    def _sizes_known(self, memory_size: int | None) -> bool:
+        return True
+
+    def _parts_built(self, memory_shape: Any) -> bool:
+        return self.cell.built
+
     def _build_parts(self, input_size: int, memory_size: int | None) -> None:
-        """Creates the sublayers' weights once the input (and memory) sizes are known."""
-        if self.cell.built:
-            return
         self.cell.build((None, input_size + self._fed_back_size(memory_size)))
         if not self.output_layer.built:
             self.output_layer.build((None, self._output_size(memory_size)))
@@ -170,14 +174,27 @@ class _RNNDecoderBase(ModuleBase):
 
     # --- what a subclass supplies ---------------------------------------------------------------
 
-    def _memory(self, memory: Any, memory_sequence_length: Any) -> dict | None:
-        """The memory tensors the step reads (``None`` for a decoder without memory)."""
+    def _check_memory(self, memory: Any, memory_sequence_length: Any) -> tuple[Any, Any]:
         if memory is not None:
             raise ValueError(f"{self.name}: takes no memory; use AttentionRNNDecoder")
+        return None, None
+
+    def _memory_parts(self, memory: Any, memory_sequence_length: Any) -> dict | None:
+        """The memory tensors the step reads (``None`` for a decoder without memory)."""
         return None
 
     def _memory_size(self, memory_parts: dict | None) -> int | None:
         return None
+
+    def _input_size(self, inputs: Any, embedding: Any, start_tokens: Any) -> int | None:
+        if inputs is None:
+            if start_tokens is None:
+                return None
+            return self._embed(embedding, tf.convert_to_tensor(start_tokens)[:1]).shape[-1]
+        inputs = tf.convert_to_tensor(inputs)
+        if inputs.dtype.is_integer and len(inputs.shape) == 2:
+            return self._embed(embedding, inputs[:1, :1]).shape[-1]
+        return inputs.shape[-1]
 
     def _initial_state(self, initial_state: Any, batch_size: Any, memory: dict | None) -> Any:
         """The step's state from the user's initial cell state (zeros when ``None``), in the
@@ -233,125 +250,30 @@ class _RNNDecoderBase(ModuleBase):
             return embedding(ids)
         return tf.gather(embedding, ids)
 
-    def _max_length(self, max_decoding_length: int | None) -> int:
-        if max_decoding_length is None:
-            return self.hparams.max_decoding_length_infer
-        return max_decoding_length
-
-    def call(
-        self,
-        inputs: Any = None,
-        sequence_length: Any = None,
-        memory: Any = None,
-        memory_sequence_length: Any = None,
-        initial_state: Any = None,
-        decoding_strategy: str = "train_greedy",
-        embedding: Any = None,
-        start_tokens: Any = None,
-        end_token: Any = None,
-        max_decoding_length: int | None = None,
-        softmax_temperature: float = 1.0,
-        top_k: int = 0,
-        top_p: float = 1.0,
-        seed: Any = None,
-        training: Any = None,
-    ) -> tuple[Any, Any, Any]:
-        if decoding_strategy not in STRATEGIES:
-            raise ValueError(
-                f"{self.name}: decoding_strategy must be one of {STRATEGIES}, got "
-                f"{decoding_strategy!r}"
-            )
-        memory_parts = self._memory(memory, memory_sequence_length)
-        if decoding_strategy == "train_greedy":
-            return self._teacher_forcing(
-                inputs, sequence_length, embedding, initial_state, memory_parts, training
-            )
-        if start_tokens is None or end_token is None:
-            raise ValueError(f"{self.name}: {decoding_strategy} needs start_tokens and end_token")
-        start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
-        max_length = self._max_length(max_decoding_length)
-        step, state = self._inference_step(
-            embedding, start_tokens, initial_state, memory_parts, training, max_length
-        )
-        vocab_size = getattr(self.output_layer, "units", None)
-        try:
-            self._draw_dropout_masks(self._embed(embedding, start_tokens), state["decoder"])
-            if decoding_strategy == "infer_greedy":
-                result = greedy_decode(
-                    step, start_tokens, end_token, max_length, state, vocab_size=vocab_size
-                )
-            else:
-                result = sample_decode(
-                    step, start_tokens, end_token, max_length, state,
-                    softmax_temperature=softmax_temperature, top_k=top_k, top_p=top_p, seed=seed,
-                    vocab_size=vocab_size,
-                )  # fmt: skip
-        finally:
-            reset_dropout_masks(self.cell)
-        history = result.final_state["records"]
-        outputs = self._outputs(result.logits, result.sample_id, history)
-        final_state = self._public_state(result.final_state["decoder"], history)
-        return outputs, final_state, result.lengths
-
-    def beam_search(
-        self,
-        beam_width: int,
-        length_penalty: float = 0.0,
-        start_tokens: Any = None,
-        end_token: Any = None,
-        max_decoding_length: int | None = None,
-        *,
-        embedding: Any = None,
-        memory: Any = None,
-        memory_sequence_length: Any = None,
-        initial_state: Any = None,
-    ) -> BeamSearchOutput:
-        """Beam search (see :func:`~texkit.modules.decoders.beam_search`), in inference mode.
-
-        Args:
-            beam_width: hypotheses kept per example.
-            length_penalty: the GNMT ``alpha`` (0: plain log-probabilities).
-            start_tokens: ``[batch]`` int tokens fed first.
-            end_token: the int token that ends a hypothesis.
-            max_decoding_length: a Python int (``None``: ``max_decoding_length_infer``).
-            embedding: ids -> vectors (a ``WordEmbedder`` or a ``[vocab, dim]`` matrix).
-            memory, memory_sequence_length: what the attention decoder attends to; tiled to
-                ``beam_width`` copies per example inside, with the initial state.
-            initial_state: the cell's state (zeros when ``None``).
-
-        Returns:
-            :class:`~texkit.modules.decoders.BeamSearchOutput`: ``ids [batch, beam_width,
-            max_decoding_length]``, ``scores [batch, beam_width]``, ``lengths [batch,
-            beam_width]``, best first.
-        """
-        if start_tokens is None or end_token is None:
-            raise ValueError(f"{self.name}: beam_search needs start_tokens and end_token")
-        memory_parts = self._memory(memory, memory_sequence_length)
-        start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
-        max_length = self._max_length(max_decoding_length)
-        step, state = self._inference_step(
-            embedding, start_tokens, initial_state, memory_parts, False, None
-        )
-        return beam_search(
-            step, start_tokens, end_token, max_length, state, beam_width, length_penalty
-        )
-
-    def _inference_step(
+    def _inference(
         self,
         embedding: Any,
         start_tokens: Any,
+        end_token: Any,
+        context: Any,
+        context_sequence_length: Any,
         initial_state: Any,
-        memory: dict | None,
+        memory: Any,
+        memory_sequence_length: Any,
+        max_length: int,
         training: Any,
-        max_length: int | None,
-    ) -> tuple[Any, dict]:
+        beam_width: int | None,
+    ) -> Inference:
         """The step function over token ids, and its initial state.
 
         The memory travels in the state, so beam search tiles and reorders it with the rest.
-        With ``max_length`` (greedy and sampling, not beam search) the state also holds
-        ``[batch, max_length, ...]`` buffers of each step's records (the attention scores).
+        Greedy and sampling (not beam search) also keep ``[batch, max_length, ...]`` buffers of
+        each step's records (the attention scores) in the state.
         """
-        self._build_parts(self._embed(embedding, start_tokens).shape[-1], self._memory_size(memory))
+        start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
+        memory = self._memory_parts(memory, memory_sequence_length)
+        if beam_width is not None:
+            max_length = None  # no records
         batch = batch_size_of(start_tokens)
         state = {"decoder": self._initial_state(initial_state, batch, memory), "memory": memory}
         state["records"] = {}
@@ -382,7 +304,21 @@ class _RNNDecoderBase(ModuleBase):
                 }
             return self.output_layer(output), new_loop_state
 
-        return step, state
+        return Inference(step, state, start_tokens)
+
+    @contextlib.contextmanager
+    def _decoding(self, run: Inference, embedding: Any, training: Any) -> Iterator[None]:
+        # The cell's per-sequence dropout masks, drawn before the loop as keras.layers.RNN does.
+        try:
+            self._draw_dropout_masks(self._embed(embedding, run.start_tokens), run.state["decoder"])
+            yield
+        finally:
+            reset_dropout_masks(self.cell)
+
+    def _inference_outputs(self, result: DecodeResult) -> tuple[Any, Any]:
+        history = result.final_state["records"]
+        outputs = self._outputs(result.logits, result.sample_id, history)
+        return outputs, self._public_state(result.final_state["decoder"], history)
 
     def _teacher_forcing(
         self,
@@ -390,7 +326,8 @@ class _RNNDecoderBase(ModuleBase):
         sequence_length: Any,
         embedding: Any,
         initial_state: Any,
-        memory: dict | None,
+        memory: Any,
+        memory_sequence_length: Any,
         training: Any,
     ) -> tuple[Any, Any, Any]:
         if inputs is None:
@@ -404,7 +341,7 @@ class _RNNDecoderBase(ModuleBase):
                 f"got shape {tuple(inputs.shape)}"
             )
         inputs = tf.cast(inputs, self.compute_dtype)
-        self._build_parts(inputs.shape[-1], self._memory_size(memory))
+        memory = self._memory_parts(memory, memory_sequence_length)
         batch, max_time = batch_size_of(inputs), tf.shape(inputs)[1]
         if sequence_length is None:
             sequence_length = tf.fill([batch], max_time)
@@ -580,24 +517,19 @@ class AttentionRNNDecoder(_RNNDecoderBase):
             return self._attention_size(memory_size)
         return self._cell_output_size()
 
+    def _sizes_known(self, memory_size: int | None) -> bool:
+        return memory_size is not None
+
     def _build_parts(self, input_size: int, memory_size: int | None) -> None:
-        if self.cell.built:
-            return
+        if not self.attention_mechanism.built:
+            self.attention_mechanism.build(
+                (None, self._cell_output_size()), (None, None, memory_size)
+            )
         super()._build_parts(input_size, memory_size)
         if self.attention_layer is not None:
             self.attention_layer.build((None, self._cell_output_size() + memory_size))
 
-    def build(self, inputs_shape: Any = None, *args: Any, **kwargs: Any) -> None:
-        memory_shape = kwargs.get("memory_shape")
-        if memory_shape is None:
-            # The cell's input size depends on the memory's; the first call builds the parts.
-            self.built = True
-            return
-        if not self.attention_mechanism.built:
-            self.attention_mechanism.build((None, self._cell_output_size()), memory_shape)
-        super().build(inputs_shape, *args, **kwargs)
-
-    def _memory(self, memory: Any, memory_sequence_length: Any) -> dict:
+    def _check_memory(self, memory: Any, memory_sequence_length: Any) -> tuple[Any, Any]:
         if memory is None:
             raise ValueError(f"{self.name}: needs `memory` [batch, memory_time, dim]")
         memory = tf.cast(tf.convert_to_tensor(memory), self.compute_dtype)
@@ -606,14 +538,15 @@ class AttentionRNNDecoder(_RNNDecoderBase):
                 f"{self.name}: memory must be [batch, memory_time, dim] with a known dim, got "
                 f"shape {tuple(memory.shape)}"
             )
-        if not self.attention_mechanism.built:
-            self.attention_mechanism.build((None, self._cell_output_size()), memory.shape)
         if memory_sequence_length is None:
             memory_sequence_length = tf.fill([batch_size_of(memory)], tf.shape(memory)[1])
+        return memory, tf.cast(memory_sequence_length, tf.int32)
+
+    def _memory_parts(self, memory: Any, memory_sequence_length: Any) -> dict:
         return {
             "memory": memory,
             "keys": self.attention_mechanism.prepare_memory(memory),
-            "memory_sequence_length": tf.cast(memory_sequence_length, tf.int32),
+            "memory_sequence_length": memory_sequence_length,
         }
 
     def _memory_size(self, memory_parts: dict | None) -> int | None:

@@ -41,56 +41,40 @@ example attends to the example's one projected memory.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any
 
 import keras
 import tensorflow as tf
 
 from texkit.core.attention import attention_mask
 from texkit.core.layers import get_initializer
+from texkit.core.transformer import (
+    STACK_HPARAMS_DOC,
+    DecoderBlock,
+    TiedOutput,
+    check_stack_hparams,
+    default_stack_hparams,
+    dropout,
+    layer_norm,
+)
 from texkit.hparams import HParamsError, check_positive_int
-from texkit.modules.base import ModuleBase
+from texkit.modules.decoders.decoder_base import DecoderBase, Inference
 from texkit.modules.decoders.decoding import (
-    BeamSearchOutput,
+    DecodeResult,
     DecoderOutput,
     batch_size_of,
-    beam_search,
+    forced_logits,
     gather_rows,
-    greedy_decode,
-    sample_decode,
+    where_batch,
 )
-from texkit.modules.decoders.transformer_layers import DecoderBlock, TiedOutput, force_context
 from texkit.modules.embedders import PositionEmbedder, SinusoidsPositionEmbedder, WordEmbedder
-from texkit.modules.encoders.transformer_encoder import TransformerEncoder as _Encoder
-from texkit.modules.encoders.transformer_encoder import (
-    _dropout,
-    _layer_norm,
-    check_stack_hparams,
-)
 
 __all__ = ["TransformerDecoder"]
-
-STRATEGIES = ("train_greedy", "infer_greedy", "infer_sample")
-
-
-class _Inference(NamedTuple):
-    """The pieces of one inference call: ``step(beam_width=None)`` makes the step function (a
-    beam search's reads the caches through the ancestry table); ``state`` is its initial state
-    (one row per example); decoding starts at ``start_time`` from ``start_tokens``, the steps
-    before it forced to ``forced_ids``."""
-
-    step: Any
-    state: dict
-    start_tokens: Any
-    start_time: Any
-    forced_ids: Any
-    batch: Any
-
 
 _POSITION_TYPES = ("sinusoids", "learned")
 
 
-class TransformerDecoder(ModuleBase):
+class TransformerDecoder(DecoderBase):
     """The Transformer decoder (Vaswani et al., 2017); without cross-attention, a GPT-style LM.
 
     Args:
@@ -147,7 +131,7 @@ class TransformerDecoder(ModuleBase):
     """
 
     HPARAMS_DOC = {
-        **{k: v for k, v in _Encoder.HPARAMS_DOC.items() if k not in ("norm", "name")},
+        **{k: v for k, v in STACK_HPARAMS_DOC.items() if k != "norm"},
         "norm": "'pre' (layer norm, then sub-layer; a final layer norm after the last block) or "
         "'post' (add, then layer norm; Vaswani et al.).",
         "cross_attention": "Whether each block attends to a memory (translation); false makes a "
@@ -166,6 +150,8 @@ class TransformerDecoder(ModuleBase):
         "gives no max_decoding_length (the cache is preallocated to it).",
         "name": "Layer name.",
     }
+
+    ACCEPTS_CONTEXT = True
 
     def __init__(
         self,
@@ -255,12 +241,12 @@ class TransformerDecoder(ModuleBase):
         ]
         self.output_norm = None
         if hp.norm == "pre":
-            self.output_norm = _layer_norm(hp.layer_norm_epsilon, "output_norm", self.dtype_policy)
+            self.output_norm = layer_norm(hp.layer_norm_epsilon, "output_norm", self.dtype_policy)
         self.seed_generator = keras.random.SeedGenerator() if hp.embedding_dropout > 0 else None
 
     @classmethod
     def default_hparams(cls) -> dict:
-        encoder = _Encoder.default_hparams()
+        encoder = default_stack_hparams()
         return {
             **{k: encoder[k] for k in ("dim", "num_blocks", "multihead_attention")},
             "poswise_feedforward": encoder["poswise_feedforward"],
@@ -297,14 +283,19 @@ class TransformerDecoder(ModuleBase):
     # --- building -------------------------------------------------------------------------------
 
     def build(self, inputs_shape: Any = None, *args: Any, **kwargs: Any) -> None:
+        """Creates every weight; with cross-attention, once ``memory_shape`` is known (Keras
+        calls it on the first call's shapes, the call itself once it has the memory)."""
         memory_shape = kwargs.get("memory_shape")
+        if self._parts_built(memory_shape):
+            return
         if not self.hparams.cross_attention or memory_shape is not None:
             self._build_parts(None if memory_shape is None else memory_shape[-1])
         self.built = True
 
+    def _parts_built(self, memory_shape: Any) -> bool:
+        return self.blocks[0].built
+
     def _build_parts(self, memory_dim: int | None) -> None:
-        if self.blocks[0].built:
-            return
         shape = (None, None, self.hparams.dim)
         memory_shape = None if memory_dim is None else (None, None, memory_dim)
         for block in self.blocks:
@@ -364,7 +355,7 @@ class TransformerDecoder(ModuleBase):
         if hp.scale_embeddings:
             x = x * tf.cast(math.sqrt(hp.dim), self.compute_dtype)
         x = x + self.position_embedder(positions=positions)
-        return _dropout(x, hp.embedding_dropout, training, self.seed_generator)
+        return dropout(x, hp.embedding_dropout, training, self.seed_generator)
 
     def _logits(self, x: Any) -> Any:
         if self.output_norm is not None:
@@ -372,115 +363,6 @@ class TransformerDecoder(ModuleBase):
         return tf.cast(self.output_layer(x), tf.float32)
 
     # --- running --------------------------------------------------------------------------------
-
-    def call(
-        self,
-        inputs: Any = None,
-        sequence_length: Any = None,
-        memory: Any = None,
-        memory_sequence_length: Any = None,
-        decoding_strategy: str = "train_greedy",
-        embedding: Any = None,
-        start_tokens: Any = None,
-        end_token: Any = None,
-        context: Any = None,
-        context_sequence_length: Any = None,
-        max_decoding_length: int | None = None,
-        softmax_temperature: float = 1.0,
-        top_k: int = 0,
-        top_p: float = 1.0,
-        seed: Any = None,
-        training: Any = None,
-    ) -> tuple[DecoderOutput, tuple, Any]:
-        if decoding_strategy not in STRATEGIES:
-            raise ValueError(
-                f"{self.name}: decoding_strategy must be one of {STRATEGIES}, got "
-                f"{decoding_strategy!r}"
-            )
-        memory, memory_sequence_length = self._check_memory(memory, memory_sequence_length)
-        if decoding_strategy == "train_greedy":
-            return self._teacher_forcing(
-                inputs, sequence_length, embedding, memory, memory_sequence_length, training
-            )
-        if end_token is None:
-            raise ValueError(f"{self.name}: {decoding_strategy} needs end_token")
-        max_length = self._max_length(max_decoding_length)
-        run = self._inference(
-            embedding, start_tokens, end_token, context, context_sequence_length, memory,
-            memory_sequence_length, max_length, training,
-        )  # fmt: skip
-        # The final state (the caches) is discarded: no need to freeze finished rows'.
-        common = {
-            "vocab_size": self.vocab_size,
-            "freeze_state": False,
-            "start_time": run.start_time,
-            "forced_ids": run.forced_ids,
-        }
-        if decoding_strategy == "infer_greedy":
-            result = greedy_decode(
-                run.step(), run.start_tokens, end_token, max_length, run.state, **common
-            )
-        else:
-            result = sample_decode(
-                run.step(), run.start_tokens, end_token, max_length, run.state,
-                softmax_temperature=softmax_temperature, top_k=top_k, top_p=top_p, seed=seed,
-                **common,
-            )  # fmt: skip
-        return DecoderOutput(result.logits, result.sample_id), (), result.lengths
-
-    def beam_search(
-        self,
-        beam_width: int,
-        length_penalty: float = 0.0,
-        start_tokens: Any = None,
-        end_token: Any = None,
-        max_decoding_length: int | None = None,
-        *,
-        embedding: Any = None,
-        memory: Any = None,
-        memory_sequence_length: Any = None,
-        context: Any = None,
-        context_sequence_length: Any = None,
-    ) -> BeamSearchOutput:
-        """Beam search (see :func:`~texkit.modules.decoders.beam_search`), in inference mode.
-
-        The arguments are those of the call (``start_tokens`` or ``context``). The hypotheses'
-        caches stay in place and are read through a table of ancestors; the memory is shared by
-        an example's hypotheses (see the module docstring).
-
-        Returns:
-            :class:`~texkit.modules.decoders.BeamSearchOutput`: ``ids [batch, beam_width,
-            max_decoding_length]``, ``scores [batch, beam_width]``, ``lengths [batch,
-            beam_width]``, best first.
-        """
-        if end_token is None:
-            raise ValueError(f"{self.name}: beam_search needs end_token")
-        if isinstance(beam_width, bool) or not isinstance(beam_width, int) or beam_width < 1:
-            raise ValueError(f"beam_width must be a positive int, got {beam_width!r}")
-        memory, memory_sequence_length = self._check_memory(memory, memory_sequence_length)
-        max_length = self._max_length(max_decoding_length)
-        run = self._inference(
-            embedding, start_tokens, end_token, context, context_sequence_length, memory,
-            memory_sequence_length, max_length, False,
-        )  # fmt: skip
-        state = {**run.state, "ancestry": tf.zeros([run.batch, max_length], tf.int32)}
-
-        def reorder(state: dict, rows: Any) -> dict:
-            # Everything follows its hypothesis but the caches, which stay where they were
-            # written; the ancestry table says where.
-            moved = gather_rows({k: v for k, v in state.items() if k != "cache"}, rows)
-            return {**moved, "cache": state["cache"]}
-
-        return beam_search(
-            run.step(beam_width), run.start_tokens, end_token, max_length, state, beam_width,
-            length_penalty, start_time=run.start_time, forced_ids=run.forced_ids,
-            reorder_state=reorder,
-        )  # fmt: skip
-
-    def _max_length(self, max_decoding_length: int | None) -> int:
-        if max_decoding_length is None:
-            return self.hparams.max_decoding_length_infer
-        return max_decoding_length
 
     def _check_context(self, context: Any, context_sequence_length: Any, max_length: int) -> tuple:
         context = tf.cast(tf.convert_to_tensor(context), tf.int32)
@@ -505,22 +387,18 @@ class TransformerDecoder(ModuleBase):
         end_token: Any,
         context: Any,
         context_sequence_length: Any,
+        initial_state: Any,
         memory: Any,
         memory_sequence_length: Any,
-        max_length: Any,
+        max_length: int,
         training: Any,
-    ) -> _Inference:
+        beam_width: int | None,
+    ) -> Inference:
         """What a decoding algorithm needs: the step function, its initial state (each block's
         cache, ``[batch, heads, max_length, depth]``, filled with the prompt), where to start.
+        Beam search's step reads the caches through the ancestry table (module docstring).
         """
-        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
-            raise ValueError(
-                f"{self.name}: max_decoding_length must be a positive Python int (the cache is "
-                f"preallocated to it), got {max_length!r}"
-            )
         self._check_positions(max_length)
-        if (start_tokens is None) == (context is None):
-            raise ValueError(f"{self.name}: give exactly one of start_tokens and context")
         if context is not None:
             context, context_length = self._check_context(
                 context, context_sequence_length, max_length
@@ -528,7 +406,6 @@ class TransformerDecoder(ModuleBase):
             start_tokens = context[:, 0]
         start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
         batch = batch_size_of(start_tokens)
-        self._build_parts(None if memory is None else memory.shape[-1])
         memory_kv, memory_mask = None, None
         if memory is not None:
             # Projected once, outside the loop; the steps read them as constants.
@@ -585,20 +462,39 @@ class TransformerDecoder(ModuleBase):
                 x, caches = run_blocks(token_ids[:, None], time, loop_state["cache"], beams)
                 logits = self._logits(x)[:, 0]
                 if "context" in loop_state:
-                    logits = force_context(
+                    logits = _force_context(
                         logits, time, loop_state["context"], loop_state["context_length"]
                     )
                 return logits, {**loop_state, "cache": caches}
 
             return step
 
-        return _Inference(make_step, state, start_tokens, start_time, forced_ids, batch)
+        if beam_width is None:
+            return Inference(
+                make_step(), state, start_tokens, start_time, forced_ids, freeze_state=False
+            )
+
+        def reorder(state: dict, rows: Any) -> dict:
+            # Everything follows its hypothesis but the caches, which stay where they were
+            # written; the ancestry table says where.
+            moved = gather_rows({k: v for k, v in state.items() if k != "cache"}, rows)
+            return {**moved, "cache": state["cache"]}
+
+        state["ancestry"] = tf.zeros([batch, max_length], tf.int32)
+        return Inference(
+            make_step(beam_width), state, start_tokens, start_time, forced_ids, reorder
+        )
+
+    def _inference_outputs(self, result: DecodeResult) -> tuple[DecoderOutput, tuple]:
+        # The final state (the caches) is not returned: a Transformer has no recurrent state.
+        return DecoderOutput(result.logits, result.sample_id), ()
 
     def _teacher_forcing(
         self,
         inputs: Any,
         sequence_length: Any,
         embedding: Any,
+        initial_state: Any,
         memory: Any,
         memory_sequence_length: Any,
         training: Any,
@@ -618,7 +514,6 @@ class TransformerDecoder(ModuleBase):
                 f"got shape {tuple(inputs.shape)}"
             )
         self._check_positions(inputs.shape[1])
-        self._build_parts(None if memory is None else memory.shape[-1])
         batch, max_time = batch_size_of(inputs), tf.shape(inputs)[1]
         if sequence_length is None:
             sequence_length = tf.fill([batch], max_time)
@@ -634,3 +529,15 @@ class TransformerDecoder(ModuleBase):
         logits = tf.where(valid[:, :, None], logits, 0.0)
         sample_id = tf.where(valid, tf.argmax(logits, axis=-1, output_type=tf.int32), 0)
         return DecoderOutput(logits, sample_id), (), sequence_length
+
+
+def _force_context(logits: Any, time: Any, context: Any, context_length: Any) -> Any:
+    """At step ``time``, rows whose context goes on past ``time`` get the
+    :func:`~texkit.modules.decoders.forced_logits` of its next token (0 for it, ``-1e9`` for every
+    other), so every algorithm picks it with probability 1 and it adds nothing to a hypothesis'
+    log-probability."""
+    position = time + 1
+    forced = position < context_length
+    index = tf.minimum(position, tf.shape(context)[1] - 1)
+    token = tf.gather(context, index, axis=1)
+    return where_batch(forced, forced_logits(token, tf.shape(logits)[-1]), logits)

@@ -13,8 +13,9 @@ from typing import Any
 import keras
 from keras import ops
 
+from texkit import registry
+from texkit.configurable import ModuleBase
 from texkit.hparams import HParamsError, check_positive, check_positive_int, check_rate
-from texkit.modules.base import ModuleBase
 from texkit.modules.embedders import PositionEmbedder, WordEmbedder
 from texkit.modules.encoders.transformer_encoder import TransformerEncoder
 
@@ -188,9 +189,7 @@ class BERTEncoder(ModuleBase):
                 error.
             **kwargs: Keras layer arguments (e.g. ``dtype="mixed_bfloat16"``).
         """
-        from texkit.pretrained import bert
-
-        return bert.encoder_from_pretrained(cls, path, hparams, **kwargs)
+        return registry.loader_for(cls)(cls, path, hparams, **kwargs)
 
     @property
     def embedding_table(self) -> Any:

@@ -16,6 +16,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from texkit.configurable import ModuleBase
 from texkit.core.attention import sequence_mask
 from texkit.core.layers import (
     get_activation,
@@ -25,7 +26,6 @@ from texkit.core.layers import (
     training_dropout,
 )
 from texkit.hparams import HParamsError, check_positive_int, check_rate
-from texkit.modules.base import ModuleBase
 
 __all__ = ["Conv1DEncoder"]
 

@@ -25,6 +25,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from texkit.configurable import ModuleBase
 from texkit.core.attention import sequence_mask
 from texkit.core.layers import (
     default_rnn_cell_hparams,
@@ -33,7 +34,6 @@ from texkit.core.layers import (
     rnn_cell_hparams_doc,
 )
 from texkit.hparams import HParams, HParamsError, check_rate, hparams_scope
-from texkit.modules.base import ModuleBase
 
 __all__ = [
     "BidirectionalRNNEncoder",

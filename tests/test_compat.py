@@ -1,0 +1,165 @@
+"""Every private Keras/TensorFlow use in texkit._compat still works, and there is none elsewhere.
+
+Each test exercises one wrapper on the installed Keras and TensorFlow; a failure names the wrapper
+so that an upgrade that breaks one says where to look.
+"""
+
+import ast
+import inspect
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from texkit import _compat
+
+TEXKIT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "texkit")
+
+
+def _broken(wrapper, detail):
+    pytest.fail(
+        f"texkit._compat.{wrapper} no longer works on Keras {keras.__version__} / TensorFlow "
+        f"{tf.__version__} (checked on {_compat.CHECKED_ON}): {detail}"
+    )
+
+
+def test_unique_layer_name_numbers_repeated_names():
+    first = _compat.unique_layer_name("texkit_compat_probe")
+    second = _compat.unique_layer_name("texkit_compat_probe")
+    if first == second or not second.startswith(first):
+        _broken("unique_layer_name", f"gave {first!r} then {second!r}")
+
+
+def test_dropout_rnn_cell_is_the_mixin_keras_rnn_manages():
+    cell = keras.layers.LSTMCell(4, dropout=0.5, recurrent_dropout=0.5)
+    if not isinstance(cell, _compat.DropoutRNNCell):
+        _broken("DropoutRNNCell", "keras.layers.LSTMCell no longer derives from it")
+    for method in ("get_dropout_mask", "get_recurrent_dropout_mask", "reset_dropout_mask"):
+        if not callable(getattr(cell, method, None)):
+            _broken("DropoutRNNCell", f"the mixin has no {method}()")
+    # keras.layers.RNN recognizes such cells by the mixin and resets their masks after a call.
+    rnn = keras.layers.RNN(cell)
+    rnn(tf.ones([2, 3, 5]), training=True)
+    if cell._dropout_mask is not None:  # noqa: SLF001 - what RNN resets
+        _broken("DropoutRNNCell", "keras.layers.RNN no longer resets the cell's dropout mask")
+
+
+def test_one_replica_spec_is_one_replicas_batch():
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    dataset = tf.data.Dataset.from_tensor_slices(np.zeros([8, 3], np.float32))
+    dataset = dataset.batch(4, drop_remainder=True)
+    spec = strategy.experimental_distribute_dataset(dataset).element_spec
+    one = _compat.one_replica_spec(spec)
+    if not isinstance(one, tf.TensorSpec) or one.shape.as_list() != [2, 3]:
+        _broken("one_replica_spec", f"gave {one!r} for {spec!r}")
+    plain = tf.TensorSpec([4, 3], tf.float32)
+    assert _compat.one_replica_spec(plain) is plain
+
+
+def test_build_model_from_specs_is_what_fit_calls_and_reads_no_batch():
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+        model.compile(optimizer="sgd", loss="mse", metrics=["mae"])
+    _compat.build_model_from_specs(model, strategy)
+    ours = model._maybe_symbolic_build
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs)
+        return ours(*args, **kwargs)
+
+    model._maybe_symbolic_build = counted
+    reads = tf.Variable(0)
+
+    def count_read(x, y):
+        reads.assign_add(1)
+        return x, y
+
+    data = tf.data.Dataset.from_tensor_slices(
+        (np.ones([8, 3], np.float32), np.ones([8, 2], np.float32))
+    )
+    history = model.fit(data.batch(4).map(count_read), epochs=1, verbose=0).history
+    if not calls:
+        _broken("build_model_from_specs", "Model.fit no longer calls _maybe_symbolic_build")
+    if int(reads.numpy()) != 2:
+        _broken("build_model_from_specs", f"fit read {int(reads.numpy())} batches of 2")
+    if sorted(history) != ["loss", "mae"]:
+        _broken("build_model_from_specs", f"fit logged {sorted(history)}, not loss and mae")
+
+
+def test_average_scalar_logs_replaces_the_function_keras_training_calls():
+    from keras.src.backend.tensorflow import trainer as keras_tf_trainer
+
+    original = keras_tf_trainer.reduce_per_replica
+    parameters = list(inspect.signature(original).parameters)
+    if parameters != ["values", "strategy", "reduction"]:
+        _broken("average_scalar_logs_across_workers", f"reduce_per_replica{tuple(parameters)}")
+    if "reduce_per_replica(" not in inspect.getsource(keras_tf_trainer.TensorFlowTrainer):
+        _broken("average_scalar_logs_across_workers", "the trainer no longer calls it")
+    _compat.average_scalar_logs_across_workers()
+    patched = keras_tf_trainer.reduce_per_replica
+    assert getattr(patched, "_texkit_scalar_mean", False)
+    _compat.average_scalar_logs_across_workers()  # idempotent
+    assert keras_tf_trainer.reduce_per_replica is patched
+    # Other strategies go through Keras unchanged.
+    value = tf.constant([1.0, 3.0])
+    strategy = tf.distribute.get_strategy()
+    np.testing.assert_array_equal(
+        patched(value, strategy, "auto"), original(value, strategy, "auto")
+    )
+
+
+def test_cond_with_function_branches_keeps_the_if_op_unlowered():
+    @tf.function
+    def choose(flag, x):
+        return _compat.cond_with_function_branches(flag, lambda: x * 2.0, lambda: x - 1.0)
+
+    assert float(choose(tf.constant(True), tf.constant(3.0))) == 6.0
+    assert float(choose(tf.constant(False), tf.constant(3.0))) == 2.0
+    assert float(_compat.cond_with_function_branches(tf.constant(True), lambda: 1.0, lambda: 0.0))
+    graph = choose.get_concrete_function(tf.constant(True), tf.constant(3.0)).graph
+    ifs = [op for op in graph.get_operations() if op.type in ("If", "StatelessIf")]
+    if len(ifs) != 1 or ifs[0].get_attr("_lower_using_switch_merge") is not False:
+        _broken("cond_with_function_branches", f"the If ops are {ifs}")
+
+
+# Private uses: an import of Keras' or TensorFlow's internals, or one of these attributes.
+_PRIVATE_MODULES = ("keras.src", "tensorflow.python", "tensorflow.core")
+_PRIVATE_ATTRIBUTES = {
+    "_set_attr",
+    "_maybe_symbolic_build",
+    "_symbolic_build",
+    "_inputs_struct",
+    "_value_specs",
+    "reduce_per_replica",
+}
+
+
+def _private_uses(path):
+    tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        for name in names:
+            if name.startswith(_PRIVATE_MODULES):
+                yield f"{path}:{node.lineno}: imports {name}"
+        if isinstance(node, ast.Attribute) and node.attr in _PRIVATE_ATTRIBUTES:
+            yield f"{path}:{node.lineno}: uses .{node.attr}"
+
+
+def test_no_private_keras_or_tensorflow_use_outside_compat():
+    found = []
+    for root, _, files in os.walk(TEXKIT):
+        for name in files:
+            path = os.path.join(root, name)
+            if name.endswith(".py") and path != os.path.join(TEXKIT, "_compat.py"):
+                found.extend(_private_uses(path))
+    assert not found, "move these into texkit/_compat.py:\n" + "\n".join(found)
+    # The scan finds what it looks for.
+    assert list(_private_uses(os.path.join(TEXKIT, "_compat.py")))

@@ -1,0 +1,157 @@
+"""Every use of a private Keras or TensorFlow API in texkit, and nothing else.
+
+Each wrapper below reaches into an internal that a Keras or TensorFlow release may move or
+change. It says which versions it was checked on (``CHECKED_ON``) and why no public API does the
+same; ``tests/test_compat.py`` exercises each one and fails naming the wrapper when an upgrade
+breaks it. No other texkit module imports ``keras.src`` or ``tensorflow.python``, or calls a
+private method of a Keras or TensorFlow object (a lint test checks that).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import keras
+import tensorflow as tf
+from tensorflow.core.framework import attr_value_pb2
+
+__all__ = [
+    "CHECKED_ON",
+    "DropoutRNNCell",
+    "average_scalar_logs_across_workers",
+    "build_model_from_specs",
+    "cond_with_function_branches",
+    "one_replica_spec",
+    "unique_layer_name",
+]
+
+# The versions every wrapper here was checked on (tests/test_compat.py runs them on the installed
+# ones); setup.cfg pins TensorFlow to 2.21.* and Keras to >=3.15.
+CHECKED_ON = {"keras": ("3.15",), "tensorflow": ("2.21",)}
+
+
+# -- Keras: layer names -----------------------------------------------------------------------
+
+
+def unique_layer_name(name: str) -> str:
+    """``name``, numbered (``word_embedder_1``) if Keras has given it out before.
+
+    Keras numbers the default names of its own layers this way; a layer constructed with an
+    explicit ``name`` is not numbered, and Keras exports no function that does it. Without the
+    helper (moved in some release) the name is used as it is: models with two modules of one
+    default name then need explicit names.
+    """
+    try:
+        from keras.src.utils.naming import uniquify
+    except ImportError:  # pragma: no cover - exercised only on a Keras that moved it
+        return name
+    return uniquify(name)
+
+
+# -- Keras: RNN cell dropout --------------------------------------------------------------------
+
+
+def _dropout_rnn_cell() -> type:
+    # keras.layers.RNN recognizes the cells whose dropout masks it prepares and resets by this
+    # mixin, which Keras does not export; texkit's cell wrappers derive from it so that RNN
+    # manages their masks (and their wrapped cell's) like those of its own cells.
+    from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
+
+    return DropoutRNNCell
+
+
+DropoutRNNCell = _dropout_rnn_cell()
+
+
+# -- Keras: training under a distribution strategy ----------------------------------------------
+
+
+def one_replica_spec(spec: Any) -> Any:
+    """The spec of one replica's batch, from a distributed dataset's ``PerReplicaSpec``."""
+    value_specs = getattr(spec, "_value_specs", None)
+    return value_specs[0] if value_specs else spec
+
+
+def build_model_from_specs(model: keras.Model, strategy: tf.distribute.Strategy) -> None:
+    """Makes ``fit`` trace its loss and metrics from the data's specs, reading no batch.
+
+    Under a distribution strategy, Keras reads one batch before training (and starts the data
+    again) only to learn its shapes. That extra pass advances every ``shuffle`` that reshuffles
+    each iteration, so the run would see other batches than the same run without a strategy;
+    under ``MultiWorkerMirroredStrategy`` it also fails for features that are dicts. The
+    dataset's ``element_spec`` has the same shapes. Keras has no public hook for this, so the
+    model's ``_maybe_symbolic_build`` is replaced by one that builds from the specs.
+    """
+
+    def symbolic_build(iterator: Any = None, data_batch: Any = None) -> None:
+        if data_batch is None and iterator is not None:
+            spec = iterator.data_adapter.get_tf_dataset().element_spec
+            data_batch = tf.nest.map_structure(one_replica_spec, spec)
+        if data_batch is not None:
+            with strategy.scope():
+                model._symbolic_build(data_batch=data_batch)
+
+    model._maybe_symbolic_build = symbolic_build
+
+
+def average_scalar_logs_across_workers() -> None:
+    """Lets ``fit`` report its loss and metrics under ``MultiWorkerMirroredStrategy``.
+
+    Keras 3 averages each logged value across workers along axis 0, which a scalar does not have
+    ("Invalid reduction dimension 0 for input with 0 dimensions", tensorflow/tensorflow#72388).
+    Scalars are averaged over the workers instead; everything else goes through Keras unchanged.
+    This replaces Keras' ``reduce_per_replica`` for the process, once (it is idempotent).
+    """
+    from keras.src.backend.tensorflow import trainer as keras_tf_trainer
+
+    original = keras_tf_trainer.reduce_per_replica
+    if getattr(original, "_texkit_scalar_mean", False):
+        return
+
+    def reduce_per_replica(values: Any, strategy: Any, reduction: str) -> Any:
+        if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or reduction not in (
+            "auto",
+            "mean",
+        ):
+            return original(values, strategy, reduction)
+
+        def reduce(value: Any) -> Any:
+            if getattr(value, "shape", None) is not None and value.shape.rank == 0:
+                return strategy.reduce("MEAN", value, axis=None)
+            return original(value, strategy, reduction)
+
+        return tf.nest.map_structure(reduce, values)
+
+    reduce_per_replica._texkit_scalar_mean = True
+    keras_tf_trainer.reduce_per_replica = reduce_per_replica
+
+
+# -- TensorFlow: conditionals in graphs ---------------------------------------------------------
+
+
+def cond_with_function_branches(
+    pred: tf.Tensor, true_fn: Callable[[], Any], false_fn: Callable[[], Any]
+) -> Any:
+    """``tf.cond`` whose branches stay functions in a graph: only the branch taken runs.
+
+    In a graph TensorFlow lowers the ``If`` op of ``tf.cond``, by default, into
+    ``Switch``/``Merge`` nodes: both branches join the calling graph and every call walks the
+    nodes of the branch not taken. The ``If`` op keeps its branches as functions when its
+    private ``_lower_using_switch_merge`` attribute is false, as TensorFlow itself sets it under
+    XLA. The public way to the same (a branch called as a non-inlined function) is slower when
+    the branch is taken (``benchmarks/RESULTS.md``, tokenization). Where the attribute cannot be
+    set the lowered ``tf.cond`` is kept: the result is the same.
+    """
+    if tf.executing_eagerly():
+        return tf.cond(pred, true_fn, false_fn)
+    graph = tf.compat.v1.get_default_graph()
+    first = len(graph.get_operations())
+    result = tf.cond(pred, true_fn, false_fn)
+    for op in graph.get_operations()[first:]:
+        if op.type in ("If", "StatelessIf"):
+            try:
+                op._set_attr("_lower_using_switch_merge", attr_value_pb2.AttrValue(b=False))
+            except AttributeError:
+                pass
+    return result

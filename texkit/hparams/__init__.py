@@ -1,0 +1,37 @@
+"""Hyperparameters: strict merging of user values into documented defaults.
+
+Every configurable texkit class declares ``default_hparams()``, a plain nested dict. A user passes
+a (partial) dict of the same shape; :class:`HParams` merges the two and validates the result:
+
+* An unknown key is an error naming its full path and the closest known keys.
+* A value must have the type of its default. An ``int`` is accepted where the default is a
+  ``float`` (and stored as a float); nothing else is coerced. A default of ``None`` accepts
+  anything; an empty dict ``{}`` accepts any dict (its keys are free-form).
+* Nested dicts merge key by key. Lists are replaced whole, except a list whose default is a single
+  dict (a template): each user element is merged into that template.
+* A dict with both ``type`` and ``kwargs`` names a class. ``type`` is a registry name
+  (``"LSTMCell"``) or a dotted path under an allowed prefix (see :mod:`texkit.registry`);
+  ``kwargs`` is free-form but every key must be accepted by the class. When ``type`` changes,
+  default ``kwargs`` the new class does not accept are dropped; a user kwarg it does not accept
+  is an error. A plain string where such a pair is expected is short for ``{type: string}``
+  (``activation: gelu``).
+* The result is read-only. :meth:`HParams.replace` returns a new validated copy.
+
+Config files are read with ``yaml.safe_load`` only: nothing in a file can import or run code.
+"""
+
+from texkit.errors import HParamsError, hparams_scope
+from texkit.hparams.core import HParams, check_positive, check_positive_int, check_rate
+from texkit.hparams.overrides import apply_overrides
+from texkit.hparams.rules import accepted_kwargs
+
+__all__ = [
+    "HParams",
+    "HParamsError",
+    "accepted_kwargs",
+    "apply_overrides",
+    "check_positive",
+    "check_positive_int",
+    "check_rate",
+    "hparams_scope",
+]

@@ -1,0 +1,244 @@
+"""The merge rules of hyperparameters: user values checked against their defaults.
+
+These functions work on plain dicts and lists (an :class:`~texkit.hparams.HParams` is read as the
+mapping it is); :mod:`texkit.hparams.core` wraps their result in a read-only ``HParams``. The
+rules themselves are documented in :mod:`texkit.hparams`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from texkit import registry
+from texkit.errors import HParamsError, join_path
+
+__all__ = [
+    "accepted_kwargs",
+    "is_type_kwargs",
+    "merge_dict",
+    "resolve_type",
+    "short",
+    "suggest",
+    "to_plain",
+    "type_name",
+]
+
+
+def type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+def short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def is_type_kwargs(default: Mapping) -> bool:
+    return "type" in default and "kwargs" in default
+
+
+def suggest(key: Any, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(str(key), [str(k) for k in known], n=3, cutoff=0.5)
+    if close:
+        return "did you mean " + " or ".join(repr(c) for c in close) + "?"
+    return "known keys: " + ", ".join(repr(k) for k in sorted(map(str, known)))
+
+
+def accepted_kwargs(target: Any) -> set[str] | None:
+    """Names of the keyword arguments ``target`` accepts; ``None`` when it accepts any."""
+    if inspect.isclass(target):
+        names: set[str] = set()
+        for klass in target.__mro__:
+            init = klass.__dict__.get("__init__")
+            if init is None or klass is object:
+                continue
+            try:
+                params = inspect.signature(init).parameters.values()
+            except (TypeError, ValueError):
+                return None
+            names.update(
+                p.name
+                for p in params
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"
+            )
+            if not any(p.kind == p.VAR_KEYWORD for p in params):
+                return names
+        # Keras objects check their own **kwargs and reject unknown ones, so the named parameters
+        # collected along the hierarchy are the complete list.
+        if target.__module__.split(".")[0] in ("keras", "tf_keras"):
+            return names
+        return None
+    if callable(target):
+        try:
+            params = inspect.signature(target).parameters.values()
+        except (TypeError, ValueError):
+            return None
+        if any(p.kind == p.VAR_KEYWORD for p in params):
+            return None
+        return {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return None
+
+
+def resolve_type(value: Any, path: str) -> tuple[str | None, Any]:
+    """Returns (canonical name, object) for a ``type`` value, or raises :class:`HParamsError`."""
+    if value is None:
+        return None, None
+    if isinstance(value, str):
+        try:
+            return value, registry.resolve(value)
+        except HParamsError as error:
+            raise HParamsError(error.message, path) from None
+    if inspect.isclass(value) or callable(value):
+        name = registry.name_of(value)
+        if name is None:
+            raise HParamsError(
+                f"the class {short(value)} cannot be named in a config: register it with "
+                "texkit.registry.register(obj, name) first",
+                path,
+            )
+        return name, value
+    raise HParamsError(
+        f"expected a registry name (str) or a class, got {type_name(value)} {short(value)}", path
+    )
+
+
+def to_plain(value: Any) -> Any:
+    if isinstance(value, Mapping):  # an HParams too
+        return {k: to_plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_plain(v) for v in value]
+    return value
+
+
+def _check_scalar(value: Any, default: Any, path: str) -> Any:
+    """Type check of one non-container value against its non-container default."""
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if ok:
+            try:
+                return float(value)
+            except OverflowError:
+                raise HParamsError(f"{value} is too large for a float", path) from None
+    else:
+        ok = isinstance(value, type(default))
+    if not ok:
+        raise HParamsError(
+            f"expected {type_name(default)} (default {short(default)}), "
+            f"got {type_name(value)} {short(value)}",
+            path,
+        )
+    return value
+
+
+def _merge_value(value: Any, default: Any, path: str, allow_new: bool) -> Any:
+    if default is None:
+        return to_plain(value)
+    if isinstance(default, Mapping):
+        if isinstance(value, str) and is_type_kwargs(default):
+            value = {"type": value}  # shorthand: a name alone
+        if not isinstance(value, Mapping):
+            raise HParamsError(
+                f"expected a dict (default {short(default)}), "
+                f"got {type_name(value)} {short(value)}",
+                path,
+            )
+        if not default:
+            return to_plain(value)
+        return merge_dict(value, default, path, allow_new)
+    if isinstance(default, (list, tuple)):
+        if not isinstance(value, (list, tuple)):
+            raise HParamsError(
+                f"expected a list (default {short(list(default))}), "
+                f"got {type_name(value)} {short(value)}",
+                path,
+            )
+        if len(default) == 1 and isinstance(default[0], Mapping):
+            return [
+                _merge_value(item, default[0], join_path(path, i), allow_new)
+                for i, item in enumerate(value)
+            ]
+        if default and all(type(d) is type(default[0]) for d in default):
+            return [
+                _check_scalar(item, default[0], join_path(path, i)) for i, item in enumerate(value)
+            ]
+        return to_plain(value)
+    return _check_scalar(value, default, path)
+
+
+def merge_dict(user: Mapping, default: Mapping, path: str, allow_new: bool) -> dict:
+    for key in user:
+        if not isinstance(key, str):
+            raise HParamsError(
+                f"keys must be strings, got {type_name(key)} {short(key)}", join_path(path, key)
+            )
+    if is_type_kwargs(default):
+        return _merge_type_kwargs(user, default, path, allow_new)
+    merged: dict = {}
+    for key, default_value in default.items():
+        if key in user:
+            merged[key] = _merge_value(user[key], default_value, join_path(path, key), allow_new)
+        else:
+            merged[key] = to_plain(default_value)
+    for key in user:
+        if key in default:
+            continue
+        if not allow_new:
+            raise HParamsError(f"unknown key; {suggest(key, list(default))}", join_path(path, key))
+        merged[key] = to_plain(user[key])
+    return merged
+
+
+def _merge_type_kwargs(user: Mapping, default: Mapping, path: str, allow_new: bool) -> dict:
+    if not allow_new:
+        # Checked here, not by merge_dict below, so the suggestion includes 'type' and 'kwargs'.
+        for key in user:
+            if key not in default:
+                raise HParamsError(
+                    f"unknown key; {suggest(key, list(default))}", join_path(path, key)
+                )
+    others = {k: v for k, v in default.items() if k not in ("type", "kwargs")}
+    merged = merge_dict(
+        {k: v for k, v in user.items() if k not in ("type", "kwargs")}, others, path, allow_new
+    )
+    type_path = join_path(path, "type")
+    kwargs_path = join_path(path, "kwargs")
+    default_name, default_obj = resolve_type(default["type"], type_path)
+    if "type" in user and user["type"] is not None:
+        name, obj = resolve_type(user["type"], type_path)
+    else:
+        name, obj = default_name, default_obj
+    accepted = None if obj is None else accepted_kwargs(obj)
+
+    default_kwargs = dict(to_plain(default["kwargs"]) or {})
+    if obj is not default_obj:
+        # A new class keeps only the defaults it understands.
+        default_kwargs = {
+            k: v for k, v in default_kwargs.items() if accepted is None or k in accepted
+        }
+    user_kwargs = user.get("kwargs", None)
+    if user_kwargs is None:
+        user_kwargs = {}
+    if not isinstance(user_kwargs, Mapping):
+        raise HParamsError(
+            f"expected a dict of keyword arguments, got {type_name(user_kwargs)} "
+            f"{short(user_kwargs)}",
+            kwargs_path,
+        )
+    for key in user_kwargs:
+        if not isinstance(key, str):
+            raise HParamsError(f"keys must be strings, got {short(key)}", kwargs_path)
+        if accepted is not None and key not in accepted:
+            raise HParamsError(
+                f"{name} does not accept the keyword argument {key!r}; "
+                f"{suggest(key, sorted(accepted))}",
+                join_path(kwargs_path, key),
+            )
+    kwargs = {**default_kwargs, **to_plain(user_kwargs)}
+    return {"type": name, "kwargs": kwargs, **merged}
