@@ -1,26 +1,29 @@
 """Decoders and the decoding algorithms they share."""
 
+from texkit.modules.decoders.attention_rnn_decoder import (
+    AttentionDecoderOutput,
+    AttentionRNNDecoder,
+    AttentionState,
+)
+from texkit.modules.decoders.beam_decoding import (
+    beam_search,
+    gather_rows,
+    gnmt_length_penalty,
+    tile_batch,
+)
+from texkit.modules.decoders.decoder_base import DecoderBase
 from texkit.modules.decoders.decoding import (
     BeamSearchOutput,
     DecodeResult,
     DecoderOutput,
-    beam_search,
     filter_top_k,
     filter_top_p,
     forced_logits,
-    gather_rows,
-    gnmt_length_penalty,
     greedy_decode,
     sample_decode,
-    tile_batch,
 )
 from texkit.modules.decoders.gpt2_decoder import GPT2Decoder
-from texkit.modules.decoders.rnn_decoders import (
-    AttentionDecoderOutput,
-    AttentionRNNDecoder,
-    AttentionState,
-    BasicRNNDecoder,
-)
+from texkit.modules.decoders.rnn_decoders import BasicRNNDecoder
 from texkit.modules.decoders.transformer_decoder import TransformerDecoder
 
 __all__ = [
@@ -30,6 +33,7 @@ __all__ = [
     "BasicRNNDecoder",
     "BeamSearchOutput",
     "DecodeResult",
+    "DecoderBase",
     "DecoderOutput",
     "GPT2Decoder",
     "TransformerDecoder",

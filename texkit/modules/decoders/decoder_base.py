@@ -37,10 +37,10 @@ from typing import Any, ClassVar, NamedTuple
 import tensorflow as tf
 
 from texkit.configurable import ModuleBase
+from texkit.modules.decoders.beam_decoding import beam_search
 from texkit.modules.decoders.decoding import (
     BeamSearchOutput,
     DecodeResult,
-    beam_search,
     greedy_decode,
     sample_decode,
 )

@@ -34,23 +34,22 @@ from typing import Any, NamedTuple
 import tensorflow as tf
 
 __all__ = [
+    "Step",
     "BeamSearchOutput",
     "DecodeResult",
     "DecoderOutput",
-    "beam_search",
+    "batch_size_of",
     "filter_top_k",
     "filter_top_p",
     "forced_logits",
-    "gather_rows",
-    "gnmt_length_penalty",
     "greedy_decode",
     "sample_decode",
-    "tile_batch",
+    "where_batch",
 ]
 
 Step = Callable[[Any, Any, Any], tuple[Any, Any]]
 
-_NEG_INF = float("-inf")
+NEG_INF = float("-inf")
 
 # The logit of every token but the forced one at a forced step: exp() underflows to exactly 0, so
 # the forced token has probability 1 and log-probability 0 under every algorithm.
@@ -98,12 +97,12 @@ class BeamSearchOutput(NamedTuple):
     lengths: Any
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def _check_length(max_decoding_length: Any) -> int:
-    if not _is_int(max_decoding_length):
+def check_length(max_decoding_length: Any) -> int:
+    if not is_int(max_decoding_length):
         raise ValueError(
             "max_decoding_length must be a Python int (buffers are preallocated to it), got "
             f"{max_decoding_length!r}"
@@ -117,7 +116,7 @@ def _seed_tensor(seed: Any) -> Any:
     """A ``[2]`` int32 seed for the stateless samplers from an int, a pair, or ``None``."""
     if seed is None:
         return tf.random.uniform([2], maxval=tf.int32.max, dtype=tf.int32)
-    if _is_int(seed):
+    if is_int(seed):
         if not 0 <= seed < 2**31:
             raise ValueError(f"seed must be in [0, 2**31), got {seed}")
         return tf.constant([int(seed), 0], tf.int32)
@@ -139,7 +138,7 @@ def where_batch(condition: Any, x: Any, y: Any) -> Any:
 
 
 def _check_top_k(top_k: Any) -> None:
-    if not _is_int(top_k) or top_k < 0:
+    if not is_int(top_k) or top_k < 0:
         raise ValueError(f"top_k must be a non-negative int, got {top_k!r}")
 
 
@@ -158,7 +157,7 @@ def filter_top_k(logits: Any, top_k: int) -> Any:
         return logits
     top_k = min(int(top_k), logits.shape[-1] or int(top_k))
     kth = tf.math.top_k(logits, k=top_k).values[..., -1:]
-    return tf.where(logits < kth, tf.cast(_NEG_INF, logits.dtype), logits)
+    return tf.where(logits < kth, tf.cast(NEG_INF, logits.dtype), logits)
 
 
 def filter_top_p(logits: Any, top_p: float) -> Any:
@@ -179,21 +178,7 @@ def filter_top_p(logits: Any, top_p: float) -> Any:
     mass_before = tf.math.cumsum(tf.nn.softmax(ordered, axis=-1), axis=-1, exclusive=True)
     kept = tf.where(mass_before < top_p, ordered, tf.cast(float("inf"), tf.float32))
     threshold = tf.reduce_min(kept, axis=-1, keepdims=True)
-    return tf.where(logits < threshold, _NEG_INF, logits)
-
-
-def gnmt_length_penalty(length: Any, alpha: float) -> Any:
-    """The length penalty of Wu et al. (2016), ``((5 + length) / 6) ** alpha``, in float32."""
-    return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, alpha)
-
-
-def tile_batch(structure: Any, multiplier: int) -> Any:
-    """Repeats every tensor of ``structure`` ``multiplier`` times along the batch axis.
-
-    ``[batch, ...]`` becomes ``[batch * multiplier, ...]`` with the copies of each example next to
-    each other (the layout :func:`beam_search` uses for its state).
-    """
-    return tf.nest.map_structure(lambda t: tf.repeat(t, multiplier, axis=0), structure)
+    return tf.where(logits < threshold, NEG_INF, logits)
 
 
 def forced_logits(tokens: Any, vocab_size: Any) -> Any:
@@ -203,13 +188,13 @@ def forced_logits(tokens: Any, vocab_size: Any) -> Any:
     return tf.where(one_hot, 0.0, FORCED_OUT)
 
 
-def _check_start(start_time: Any, forced_ids: Any, max_length: int) -> tuple[Any, Any]:
+def check_start(start_time: Any, forced_ids: Any, max_length: int) -> tuple[Any, Any]:
     """``start_time`` as an int32 scalar and ``forced_ids`` padded or cut to ``max_length``."""
     if forced_ids is None:
-        if not (_is_int(start_time) and start_time == 0):
+        if not (is_int(start_time) and start_time == 0):
             raise ValueError("start_time needs the forced_ids of the steps before it")
         return tf.constant(0), None
-    if _is_int(start_time) and not 0 <= start_time < max_length:
+    if is_int(start_time) and not 0 <= start_time < max_length:
         raise ValueError(
             f"start_time must be in [0, max_decoding_length={max_length}), got {start_time}"
         )
@@ -219,7 +204,7 @@ def _check_start(start_time: Any, forced_ids: Any, max_length: int) -> tuple[Any
     return tf.cast(start_time, tf.int32), forced_ids[:, :max_length]
 
 
-def _with_forced_steps(values: Any, forced: Any, start_time: Any, fill: Callable) -> Any:
+def with_forced_steps(values: Any, forced: Any, start_time: Any, fill: Callable) -> Any:
     """``values [batch, max_length, ...]`` with the steps before ``start_time`` replaced by
     ``fill(forced)``, over the width of ``forced [batch, width]`` only."""
     width = tf.shape(forced)[1]
@@ -242,8 +227,8 @@ def _decode(
     forced_ids: Any,
 ) -> DecodeResult:
     """The loop shared by greedy decoding and sampling: ``choose(logits, time) -> ids``."""
-    max_length = _check_length(max_decoding_length)
-    start_time, forced_ids = _check_start(start_time, forced_ids, max_length)
+    max_length = check_length(max_decoding_length)
+    start_time, forced_ids = check_start(start_time, forced_ids, max_length)
     start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
     end_token = tf.cast(end_token, tf.int32)
     batch = batch_size_of(start_tokens)
@@ -298,9 +283,9 @@ def _decode(
     sample_id = tf.where(written, tf.transpose(ids.stack()), end_token)
     logits = tf.transpose(logits_buffer.stack(), (1, 0, 2))
     if forced_ids is not None:
-        sample_id = _with_forced_steps(sample_id, forced_ids, start_time, lambda ids: ids)
+        sample_id = with_forced_steps(sample_id, forced_ids, start_time, lambda ids: ids)
         depth = tf.shape(logits)[-1]
-        logits = _with_forced_steps(
+        logits = with_forced_steps(
             logits, forced_ids, start_time, lambda ids: forced_logits(ids, depth)
         )
     return DecodeResult(sample_id=sample_id, logits=logits, lengths=lengths, final_state=state)
@@ -400,140 +385,4 @@ def sample_decode(
         freeze_state,
         start_time,
         forced_ids,
-    )
-
-
-def gather_rows(state: Any, rows: Any) -> Any:
-    """Every tensor of ``state`` gathered along its first axis at ``rows`` (beam search's default
-    reordering)."""
-    return tf.nest.map_structure(lambda s: tf.gather(s, rows, axis=0), state)
-
-
-def beam_search(
-    step: Step,
-    start_tokens: Any,
-    end_token: Any,
-    max_decoding_length: int,
-    initial_state: Any,
-    beam_width: int,
-    length_penalty: float = 0.0,
-    start_time: Any = 0,
-    forced_ids: Any = None,
-    reorder_state: Callable[[Any, Any], Any] | None = None,
-) -> BeamSearchOutput:
-    """Beam search with a finished-hypothesis set, the GNMT length penalty and early stopping.
-
-    At every step each of the ``beam_width`` live hypotheses is extended by every token and the
-    ``beam_width`` most likely extensions are kept. Those that end (with ``end_token``, or by
-    reaching ``max_decoding_length``) move to the finished set, scored
-    ``log P(y) / ((5 + |y|) / 6) ** length_penalty`` (Wu et al., 2016), which keeps the
-    ``beam_width`` best finished hypotheses; the others stay live (a finished hypothesis takes its
-    slot, so with ``beam_width=1`` this is greedy decoding, up to float rounding between
-    near-tied tokens, which beam search ranks by summed log-probabilities). The search stops when
-    no live hypothesis is left, or when the set is full and no live hypothesis can still beat its
-    worst member (live log-probabilities only fall, and with ``length_penalty >= 0`` the penalty
-    is at most that of ``max_decoding_length``).
-
-    Args:
-        step, start_tokens, end_token, max_decoding_length: as in :func:`greedy_decode`.
-        initial_state: the state for one hypothesis per example (``[batch, ...]`` tensors); it is
-            tiled to ``[batch * beam_width, ...]`` (copies of an example next to each other) and
-            reordered along that axis as hypotheses are kept.
-        beam_width: a positive Python int.
-        length_penalty: the GNMT ``alpha`` (0: plain log-probabilities); must be >= 0.
-        start_time, forced_ids: as in :func:`greedy_decode`; the forced steps are the same in
-            every hypothesis.
-        reorder_state: ``reorder_state(state, rows) -> state``, called after every step with
-            ``rows [batch * beam_width]``, the row of the hypothesis each kept one extends. The
-            default, :func:`gather_rows`, gathers every tensor; a step function that keeps parts
-            of its state in place (caches that each hypothesis reads through a table of its
-            ancestors, which the default gather keeps in order) passes its own.
-
-    Returns:
-        :class:`BeamSearchOutput`, hypotheses sorted best first.
-    """
-    max_length = _check_length(max_decoding_length)
-    start_time, forced_ids = _check_start(start_time, forced_ids, max_length)
-    reorder_state = gather_rows if reorder_state is None else reorder_state
-    if not _is_int(beam_width) or beam_width < 1:
-        raise ValueError(f"beam_width must be a positive int, got {beam_width!r}")
-    if not length_penalty >= 0:
-        raise ValueError(f"length_penalty must be >= 0, got {length_penalty!r}")
-    beams = int(beam_width)
-    start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
-    end_token = tf.cast(end_token, tf.int32)
-    batch = batch_size_of(start_tokens)
-    # Offsets that turn a beam index [batch, beams] into a row of the [batch * beams] state.
-    row_offsets = tf.range(batch)[:, None] * beams
-    max_penalty = gnmt_length_penalty(max_length, length_penalty)
-    positions = tf.range(max_length)[None, None, :]
-
-    def body(time, alive, finished):
-        alive_ids, alive_tokens, alive_log_probs, state = alive
-        finished_ids, finished_scores, finished_lengths = finished
-        logits, new_state = step(tf.reshape(alive_tokens, [-1]), time, state)
-        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
-        vocab_size = tf.shape(log_probs)[-1]
-        log_probs = alive_log_probs[:, :, None] + tf.reshape(log_probs, [batch, beams, -1])
-        top_log_probs, flat_index = tf.math.top_k(tf.reshape(log_probs, [batch, -1]), k=beams)
-        origin = flat_index // vocab_size
-        tokens = flat_index % vocab_size
-        ids = tf.gather(alive_ids, origin, batch_dims=1)  # [batch, beams, max_length]
-        ids = tf.where(tf.equal(positions, time), tokens[:, :, None], ids)
-        ends = tf.logical_or(tf.equal(tokens, end_token), time + 1 >= max_length)
-        exists = top_log_probs > _NEG_INF
-
-        # Finished: the old set and the hypotheses that end now, the best `beams` of them.
-        scores = top_log_probs / gnmt_length_penalty(time + 1, length_penalty)
-        scores = tf.where(tf.logical_and(ends, exists), scores, _NEG_INF)
-        merged_scores = tf.concat([finished_scores, scores], axis=1)
-        finished_scores, keep = tf.math.top_k(merged_scores, k=beams)
-        finished_ids = tf.gather(tf.concat([finished_ids, ids], axis=1), keep, batch_dims=1)
-        new_lengths = tf.fill([batch, beams], time + 1)
-        finished_lengths = tf.gather(
-            tf.concat([finished_lengths, new_lengths], axis=1), keep, batch_dims=1
-        )
-
-        # Alive: the others; a slot whose hypothesis ended stays empty (-inf).
-        alive_log_probs = tf.where(ends, _NEG_INF, top_log_probs)
-        rows = tf.reshape(origin + row_offsets, [-1])
-        state = reorder_state(new_state, rows)
-        alive = (ids, tokens, alive_log_probs, state)
-        return time + 1, alive, (finished_ids, finished_scores, finished_lengths)
-
-    def not_done(time, alive, finished):
-        alive_log_probs = alive[2]
-        finished_scores = finished[1]
-        best_alive = tf.reduce_max(alive_log_probs, axis=1) / max_penalty
-        worst_finished = tf.reduce_min(finished_scores, axis=1)
-        can_improve = best_alive > worst_finished
-        return tf.logical_and(time < max_length, tf.reduce_any(can_improve))
-
-    initial_log_probs = tf.concat(
-        [tf.zeros([batch, 1]), tf.fill([batch, beams - 1], _NEG_INF)], axis=1
-    )
-    no_ids = tf.fill([batch, max_length], end_token)
-    if forced_ids is not None:
-        no_ids = _with_forced_steps(no_ids, forced_ids, start_time, lambda ids: ids)
-    no_ids = tf.tile(no_ids[:, None, :], [1, beams, 1])
-    alive = (
-        no_ids,
-        tf.tile(start_tokens[:, None], [1, beams]),
-        initial_log_probs,
-        tile_batch(initial_state, beams),
-    )
-    finished = (
-        no_ids,
-        tf.fill([batch, beams], _NEG_INF),
-        tf.zeros([batch, beams], tf.int32),
-    )
-    _, _, finished = tf.while_loop(
-        not_done, body, (start_time, alive, finished), maximum_iterations=max_length
-    )
-    finished_ids, finished_scores, finished_lengths = finished
-    empty = tf.equal(finished_scores, _NEG_INF)
-    return BeamSearchOutput(
-        ids=finished_ids,
-        scores=finished_scores,
-        lengths=tf.where(empty, 0, finished_lengths),
     )

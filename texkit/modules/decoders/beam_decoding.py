@@ -1,0 +1,173 @@
+"""Beam search over a decoder's step function (the step contract of
+:mod:`texkit.modules.decoders.decoding`), with the GNMT length penalty and a set of finished
+hypotheses."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import tensorflow as tf
+
+from texkit.modules.decoders.decoding import (
+    NEG_INF,
+    BeamSearchOutput,
+    Step,
+    batch_size_of,
+    check_length,
+    check_start,
+    is_int,
+    with_forced_steps,
+)
+
+__all__ = ["beam_search", "gather_rows", "gnmt_length_penalty", "tile_batch"]
+
+
+def gnmt_length_penalty(length: Any, alpha: float) -> Any:
+    """The length penalty of Wu et al. (2016), ``((5 + length) / 6) ** alpha``, in float32."""
+    return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, alpha)
+
+
+def tile_batch(structure: Any, multiplier: int) -> Any:
+    """Repeats every tensor of ``structure`` ``multiplier`` times along the batch axis.
+
+    ``[batch, ...]`` becomes ``[batch * multiplier, ...]`` with the copies of each example next to
+    each other (the layout :func:`beam_search` uses for its state).
+    """
+    return tf.nest.map_structure(lambda t: tf.repeat(t, multiplier, axis=0), structure)
+
+
+def gather_rows(state: Any, rows: Any) -> Any:
+    """Every tensor of ``state`` gathered along its first axis at ``rows`` (beam search's default
+    reordering)."""
+    return tf.nest.map_structure(lambda s: tf.gather(s, rows, axis=0), state)
+
+
+def beam_search(
+    step: Step,
+    start_tokens: Any,
+    end_token: Any,
+    max_decoding_length: int,
+    initial_state: Any,
+    beam_width: int,
+    length_penalty: float = 0.0,
+    start_time: Any = 0,
+    forced_ids: Any = None,
+    reorder_state: Callable[[Any, Any], Any] | None = None,
+) -> BeamSearchOutput:
+    """Beam search with a finished-hypothesis set, the GNMT length penalty and early stopping.
+
+    At every step each of the ``beam_width`` live hypotheses is extended by every token and the
+    ``beam_width`` most likely extensions are kept. Those that end (with ``end_token``, or by
+    reaching ``max_decoding_length``) move to the finished set, scored
+    ``log P(y) / ((5 + |y|) / 6) ** length_penalty`` (Wu et al., 2016), which keeps the
+    ``beam_width`` best finished hypotheses; the others stay live (a finished hypothesis takes its
+    slot, so with ``beam_width=1`` this is greedy decoding, up to float rounding between
+    near-tied tokens, which beam search ranks by summed log-probabilities). The search stops when
+    no live hypothesis is left, or when the set is full and no live hypothesis can still beat its
+    worst member (live log-probabilities only fall, and with ``length_penalty >= 0`` the penalty
+    is at most that of ``max_decoding_length``).
+
+    Args:
+        step, start_tokens, end_token, max_decoding_length: as in :func:`greedy_decode`.
+        initial_state: the state for one hypothesis per example (``[batch, ...]`` tensors); it is
+            tiled to ``[batch * beam_width, ...]`` (copies of an example next to each other) and
+            reordered along that axis as hypotheses are kept.
+        beam_width: a positive Python int.
+        length_penalty: the GNMT ``alpha`` (0: plain log-probabilities); must be >= 0.
+        start_time, forced_ids: as in :func:`greedy_decode`; the forced steps are the same in
+            every hypothesis.
+        reorder_state: ``reorder_state(state, rows) -> state``, called after every step with
+            ``rows [batch * beam_width]``, the row of the hypothesis each kept one extends. The
+            default, :func:`gather_rows`, gathers every tensor; a step function that keeps parts
+            of its state in place (caches that each hypothesis reads through a table of its
+            ancestors, which the default gather keeps in order) passes its own.
+
+    Returns:
+        :class:`BeamSearchOutput`, hypotheses sorted best first.
+    """
+    max_length = check_length(max_decoding_length)
+    start_time, forced_ids = check_start(start_time, forced_ids, max_length)
+    reorder_state = gather_rows if reorder_state is None else reorder_state
+    if not is_int(beam_width) or beam_width < 1:
+        raise ValueError(f"beam_width must be a positive int, got {beam_width!r}")
+    if not length_penalty >= 0:
+        raise ValueError(f"length_penalty must be >= 0, got {length_penalty!r}")
+    beams = int(beam_width)
+    start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
+    end_token = tf.cast(end_token, tf.int32)
+    batch = batch_size_of(start_tokens)
+    # Offsets that turn a beam index [batch, beams] into a row of the [batch * beams] state.
+    row_offsets = tf.range(batch)[:, None] * beams
+    max_penalty = gnmt_length_penalty(max_length, length_penalty)
+    positions = tf.range(max_length)[None, None, :]
+
+    def body(time, alive, finished):
+        alive_ids, alive_tokens, alive_log_probs, state = alive
+        finished_ids, finished_scores, finished_lengths = finished
+        logits, new_state = step(tf.reshape(alive_tokens, [-1]), time, state)
+        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
+        vocab_size = tf.shape(log_probs)[-1]
+        log_probs = alive_log_probs[:, :, None] + tf.reshape(log_probs, [batch, beams, -1])
+        top_log_probs, flat_index = tf.math.top_k(tf.reshape(log_probs, [batch, -1]), k=beams)
+        origin = flat_index // vocab_size
+        tokens = flat_index % vocab_size
+        ids = tf.gather(alive_ids, origin, batch_dims=1)  # [batch, beams, max_length]
+        ids = tf.where(tf.equal(positions, time), tokens[:, :, None], ids)
+        ends = tf.logical_or(tf.equal(tokens, end_token), time + 1 >= max_length)
+        exists = top_log_probs > NEG_INF
+
+        # Finished: the old set and the hypotheses that end now, the best `beams` of them.
+        scores = top_log_probs / gnmt_length_penalty(time + 1, length_penalty)
+        scores = tf.where(tf.logical_and(ends, exists), scores, NEG_INF)
+        merged_scores = tf.concat([finished_scores, scores], axis=1)
+        finished_scores, keep = tf.math.top_k(merged_scores, k=beams)
+        finished_ids = tf.gather(tf.concat([finished_ids, ids], axis=1), keep, batch_dims=1)
+        new_lengths = tf.fill([batch, beams], time + 1)
+        finished_lengths = tf.gather(
+            tf.concat([finished_lengths, new_lengths], axis=1), keep, batch_dims=1
+        )
+
+        # Alive: the others; a slot whose hypothesis ended stays empty (-inf).
+        alive_log_probs = tf.where(ends, NEG_INF, top_log_probs)
+        rows = tf.reshape(origin + row_offsets, [-1])
+        state = reorder_state(new_state, rows)
+        alive = (ids, tokens, alive_log_probs, state)
+        return time + 1, alive, (finished_ids, finished_scores, finished_lengths)
+
+    def not_done(time, alive, finished):
+        alive_log_probs = alive[2]
+        finished_scores = finished[1]
+        best_alive = tf.reduce_max(alive_log_probs, axis=1) / max_penalty
+        worst_finished = tf.reduce_min(finished_scores, axis=1)
+        can_improve = best_alive > worst_finished
+        return tf.logical_and(time < max_length, tf.reduce_any(can_improve))
+
+    initial_log_probs = tf.concat(
+        [tf.zeros([batch, 1]), tf.fill([batch, beams - 1], NEG_INF)], axis=1
+    )
+    no_ids = tf.fill([batch, max_length], end_token)
+    if forced_ids is not None:
+        no_ids = with_forced_steps(no_ids, forced_ids, start_time, lambda ids: ids)
+    no_ids = tf.tile(no_ids[:, None, :], [1, beams, 1])
+    alive = (
+        no_ids,
+        tf.tile(start_tokens[:, None], [1, beams]),
+        initial_log_probs,
+        tile_batch(initial_state, beams),
+    )
+    finished = (
+        no_ids,
+        tf.fill([batch, beams], NEG_INF),
+        tf.zeros([batch, beams], tf.int32),
+    )
+    _, _, finished = tf.while_loop(
+        not_done, body, (start_time, alive, finished), maximum_iterations=max_length
+    )
+    finished_ids, finished_scores, finished_lengths = finished
+    empty = tf.equal(finished_scores, NEG_INF)
+    return BeamSearchOutput(
+        ids=finished_ids,
+        scores=finished_scores,
+        lengths=tf.where(empty, 0, finished_lengths),
+    )
