@@ -7,13 +7,8 @@ import pytest
 import tensorflow as tf
 
 from texkit import registry
-from texkit.core.attention_mechanisms import (
-    AttentionMechanism,
-    BahdanauAttention,
-    CosineAttention,
-    LocationAttention,
-    LuongAttention,
-)
+from texkit.core.addressing_attention import CosineAttention, LocationAttention
+from texkit.core.attention_mechanisms import AttentionMechanism, BahdanauAttention, LuongAttention
 from texkit.core.layers import get_instance
 from texkit.hparams import HParams, HParamsError
 

@@ -1,6 +1,6 @@
 """Building blocks shared by texkit's modules."""
 
-from texkit.core import fused, layers
+from texkit.core import addressing_attention, attention_mechanisms, fused, layers
 from texkit.core.layers import (
     MaskedMeanPooling,
     get_activation,
@@ -10,6 +10,8 @@ from texkit.core.layers import (
 )
 
 __all__ = [
+    "addressing_attention",
+    "attention_mechanisms",
     "fused",
     "layers",
     "MaskedMeanPooling",

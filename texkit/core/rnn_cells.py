@@ -22,6 +22,8 @@ and resets them after each call, including through these wrappers and through
   the loop. In eager mode, or in a Python loop, the first step creates the masks if needed.
 * after the last step, :func:`reset_dropout_masks` ``(cell)``, so the next batch of sequences
   draws new masks.
+
+(About 430 lines: the wrappers and the mask protocol they keep belong together.)
 """
 
 from __future__ import annotations

@@ -20,6 +20,10 @@ the data from its beginning, and keeps one backup instead of the last K checkpoi
 
 The whole resolved experiment is written to ``model_dir/hparams.yaml`` when training starts;
 ``texkit evaluate|predict|export`` read it back.
+
+(About 500 lines: the Trainer class is one object whose methods share the strategy, the model,
+the checkpoint manager and the data; its settings, callbacks and export live beside it in
+``run_config.py``, ``callbacks.py`` and ``export.py``.)
 """
 
 from __future__ import annotations
