@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 from texkit import _compat
+from texkit.run import strategy_from_hparams
 
 TEXKIT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "texkit")
 
@@ -23,6 +24,11 @@ def _broken(wrapper, detail):
         f"texkit._compat.{wrapper} no longer works on Keras {keras.__version__} / TensorFlow "
         f"{tf.__version__} (checked on {_compat.CHECKED_ON}): {detail}"
     )
+
+
+def _mirrored():
+    # texkit's one MirroredStrategy per device set: separate ones would mix up their collectives.
+    return strategy_from_hparams({"type": "mirrored", "devices": ["/cpu:0", "/cpu:1"]})
 
 
 def test_unique_layer_name_numbers_repeated_names():
@@ -47,7 +53,7 @@ def test_dropout_rnn_cell_is_the_mixin_keras_rnn_manages():
 
 
 def test_one_replica_spec_is_one_replicas_batch():
-    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    strategy = _mirrored()
     dataset = tf.data.Dataset.from_tensor_slices(np.zeros([8, 3], np.float32))
     dataset = dataset.batch(4, drop_remainder=True)
     spec = strategy.experimental_distribute_dataset(dataset).element_spec
@@ -59,7 +65,7 @@ def test_one_replica_spec_is_one_replicas_batch():
 
 
 def test_build_model_from_specs_is_what_fit_calls_and_reads_no_batch():
-    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    strategy = _mirrored()
     with strategy.scope():
         model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
         model.compile(optimizer="sgd", loss="mse", metrics=["mae"])

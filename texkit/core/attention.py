@@ -22,7 +22,7 @@ import tensorflow as tf
 from keras import ops
 
 from texkit.configurable import ModuleBase
-from texkit.core import fused
+from texkit.core.dropout import dropout
 from texkit.core.layers import get_initializer
 from texkit.hparams import HParamsError, check_positive_int, check_rate
 
@@ -140,7 +140,7 @@ class MultiHeadAttention(ModuleBase):
         "num_heads": "Number of heads; must divide num_units.",
         "output_dim": "Size of the output projection.",
         "dropout_rate": "Dropout rate on the attention weights, in training only "
-        "(texkit.core.fused.dropout).",
+        "(texkit.core.dropout).",
         "use_bias": "Whether the four projections have biases.",
         "initializer": "Kernel initializer ({type, kwargs}); None uses Keras' default.",
         "name": "Layer name.",
@@ -243,8 +243,7 @@ class MultiHeadAttention(ModuleBase):
             scores = ops.where(mask, scores, MASK_BIAS)
         # tf.nn.softmax: Keras' softmax warns about a single memory step, a decoder's first.
         weights = tf.nn.softmax(scores, axis=-1)
-        if training and hp.dropout_rate > 0:
-            weights = fused.dropout(weights, hp.dropout_rate, self.seed_generator)
+        weights = dropout(weights, hp.dropout_rate, training, self.seed_generator)
         context = ops.matmul(ops.cast(weights, self.compute_dtype), kv.values)
         batch, time = ops.shape(queries)[0], ops.shape(queries)[1]
         context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (-1, hp.num_units))

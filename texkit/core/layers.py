@@ -28,7 +28,6 @@ __all__ = [
     "rnn_cell_hparams_doc",
     "masked_max_pool",
     "masked_mean_pool",
-    "training_dropout",
 ]
 
 
@@ -225,13 +224,6 @@ def get_rnn_cell(
     if num_layers == 1:
         return cells[0]
     return keras.layers.StackedRNNCells(cells, **layer_kwargs)
-
-
-def training_dropout(inputs: Any, rate: float, training: Any, seed: Any) -> Any:
-    """Dropout with ``rate`` when ``training`` is true (and ``rate > 0``), else the inputs."""
-    if training and rate > 0:
-        return keras.random.dropout(inputs, rate, seed=seed)
-    return inputs
 
 
 def _broadcast_mask(mask: Any, inputs: Any) -> Any:

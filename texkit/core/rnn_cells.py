@@ -35,6 +35,7 @@ import keras
 from keras import ops
 
 from texkit._compat import DropoutRNNCell
+from texkit.core.dropout import dropout
 
 __all__ = [
     "DropoutWrapper",
@@ -241,14 +242,14 @@ class DropoutWrapper(RNNCellWrapper):
 
     def _new_mask(self, like: Any, part: str) -> Any:
         rate = 1.0 - self._keep_prob(part)
-        return keras.random.dropout(ops.ones_like(like), rate, seed=self.seed_generator)
+        return dropout(ops.ones_like(like), rate, True, self.seed_generator)
 
     def _drop(self, x: Any, part: str) -> Any:
         keep_prob = self._keep_prob(part)
         if keep_prob >= 1.0:
             return x
         if not self.variational_recurrent:
-            return keras.random.dropout(x, 1.0 - keep_prob, seed=self.seed_generator)
+            return dropout(x, 1.0 - keep_prob, True, self.seed_generator)
         mask = getattr(self, f"_{part}_mask")
         if mask is None:  # not prepared: the first step draws it (eager or unrolled stepping)
             mask = self._new_mask(x, part)

@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from texkit.core import fused
 from texkit.core.attention import MultiHeadAttention, dense_2d
+from texkit.core.dropout import dropout
 from texkit.core.layers import get_activation
 from texkit.errors import HParamsError
 from texkit.hparams import check_positive, check_positive_int, check_rate
@@ -36,7 +37,6 @@ __all__ = [
     "attention_hparams",
     "check_stack_hparams",
     "default_stack_hparams",
-    "dropout",
     "layer_norm",
 ]
 
@@ -45,12 +45,6 @@ _NORMS = ("pre", "post")
 
 def layer_norm(epsilon: float, name: str, dtype: Any) -> keras.layers.LayerNormalization:
     return keras.layers.LayerNormalization(epsilon=epsilon, name=name, dtype=dtype)
-
-
-def dropout(x: Any, rate: float, training: Any, seed: Any) -> Any:
-    if training and rate > 0:
-        return fused.dropout(x, rate, seed)
-    return x
 
 
 def attention_hparams(hparams: Any, name: str) -> dict:

@@ -22,6 +22,7 @@ from keras import ops
 from texkit import registry
 from texkit.configurable import ModuleBase
 from texkit.core.attention import sequence_mask
+from texkit.core.dropout import dropout
 from texkit.core.layers import get_activation
 from texkit.hparams import check_positive_int, check_rate, hparams_scope
 from texkit.modules.encoders.bert_encoder import BERTEncoder, bert_activation
@@ -249,10 +250,7 @@ class TokenTaggingHead(ModuleBase):
         self.built = True
 
     def call(self, hidden_states: Any, training: Any = None) -> Any:
-        if training and self.hparams.dropout > 0:
-            hidden_states = keras.random.dropout(
-                hidden_states, self.hparams.dropout, seed=self.seed_generator
-            )
+        hidden_states = dropout(hidden_states, self.hparams.dropout, training, self.seed_generator)
         return self.dense(hidden_states)
 
 

@@ -15,6 +15,7 @@ from keras import ops
 from texkit import registry
 from texkit.configurable import ModuleBase
 from texkit.core.attention import sequence_mask
+from texkit.core.dropout import dropout
 from texkit.core.layers import MaskedMeanPooling
 from texkit.hparams import HParamsError, check_positive_int, check_rate, hparams_scope
 from texkit.modules.encoders.bert_encoder import BERTEncoder
@@ -148,8 +149,7 @@ class BERTClassifier(ModuleBase):
             features = outputs * mask[:, :, None]
             if strategy == "all_time":
                 features = self._flatten(features, input_ids)
-        if training and hp.dropout > 0:
-            features = keras.random.dropout(features, hp.dropout, seed=self.seed_generator)
+        features = dropout(features, hp.dropout, training, self.seed_generator)
         logits = self.logits_layer(features)
         if hp.num_classes == 1:
             logits = ops.squeeze(logits, -1)

@@ -30,6 +30,7 @@ import tensorflow as tf
 from keras import ops
 
 from texkit.configurable import ModuleBase
+from texkit.core.dropout import dropout
 from texkit.core.layers import get_initializer
 from texkit.hparams import HParams, HParamsError, check_positive_int, check_rate
 
@@ -162,30 +163,25 @@ class _TableEmbedder(ModuleBase):
 
     def _table(self, training: Any) -> Any:
         table = ops.cast(self.embedding, self.compute_dtype)
-        if (
-            training
-            and self.hparams.dropout_rate > 0
-            and self.hparams.dropout_strategy == "item_type"
-        ):
-            table = keras.random.dropout(
+        if self.hparams.dropout_strategy == "item_type":
+            table = dropout(
                 table,
                 self.hparams.dropout_rate,
+                training,
+                self.seed_generator,
                 noise_shape=(self._num_embeddings, 1),
-                seed=self.seed_generator,
             )
         return table
 
     def _dropout(self, outputs: Any, training: Any) -> Any:
         rate, strategy = self.hparams.dropout_rate, self.hparams.dropout_strategy
-        if not training or rate == 0 or strategy == "item_type":
+        if strategy == "item_type":
             return outputs
         noise_shape = None
         if strategy == "item":
             shape = ops.shape(outputs)
             noise_shape = tuple(shape[:-1]) + (1,)
-        return keras.random.dropout(
-            outputs, rate, noise_shape=noise_shape, seed=self.seed_generator
-        )
+        return dropout(outputs, rate, training, self.seed_generator, noise_shape)
 
     def _lookup(self, ids: Any, training: Any) -> Any:
         if not _is_int(ids):

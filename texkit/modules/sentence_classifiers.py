@@ -15,6 +15,7 @@ from keras import ops
 
 from texkit.configurable import ModuleBase
 from texkit.core.attention import sequence_mask
+from texkit.core.dropout import dropout
 from texkit.core.layers import (
     default_rnn_cell_hparams,
     get_activation,
@@ -23,7 +24,6 @@ from texkit.core.layers import (
     masked_max_pool,
     masked_mean_pool,
     rnn_cell_hparams_doc,
-    training_dropout,
 )
 from texkit.hparams import HParamsError, check_positive_int, check_rate
 from texkit.modules.encoders.conv_encoder import Conv1DEncoder
@@ -248,11 +248,9 @@ class UnidirectionalRNNClassifier(ModuleBase):
             features = masked_mean_pool(outputs, valid)
         else:
             features = masked_max_pool(outputs, valid)
-        features = training_dropout(features, hp.dropout_rate, training, self.seed_generator)
+        features = dropout(features, hp.dropout_rate, training, self.seed_generator)
         for dense in self.dense_layers:
-            features = training_dropout(
-                dense(features), hp.dropout_rate, training, self.seed_generator
-            )
+            features = dropout(dense(features), hp.dropout_rate, training, self.seed_generator)
         return _logits_and_preds(self.logits_layer(features), hp.num_classes)
 
     def compute_output_shape(self, inputs_shape: Any, *args: Any, **kwargs: Any) -> Any:

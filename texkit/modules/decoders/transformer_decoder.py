@@ -50,6 +50,7 @@ import keras
 import tensorflow as tf
 
 from texkit.core.attention import attention_mask
+from texkit.core.dropout import dropout
 from texkit.core.layers import get_initializer
 from texkit.core.transformer import (
     STACK_HPARAMS_DOC,
@@ -57,7 +58,6 @@ from texkit.core.transformer import (
     TiedOutput,
     check_stack_hparams,
     default_stack_hparams,
-    dropout,
     layer_norm,
 )
 from texkit.hparams import HParamsError, check_positive_int

@@ -18,12 +18,12 @@ from keras import ops
 
 from texkit.configurable import ModuleBase
 from texkit.core.attention import sequence_mask
+from texkit.core.dropout import dropout
 from texkit.core.layers import (
     get_activation,
     get_initializer,
     masked_max_pool,
     masked_mean_pool,
-    training_dropout,
 )
 from texkit.hparams import HParamsError, check_positive_int, check_rate
 
@@ -189,11 +189,9 @@ class Conv1DEncoder(ModuleBase):
             features = masked_max_pool(x, pooled_steps)
         else:
             features = masked_mean_pool(x, pooled_steps)
-        features = training_dropout(features, hp.dropout_rate, training, self.seed_generator)
+        features = dropout(features, hp.dropout_rate, training, self.seed_generator)
         for dense in self.dense_layers:
-            features = training_dropout(
-                dense(features), hp.dropout_rate, training, self.seed_generator
-            )
+            features = dropout(dense(features), hp.dropout_rate, training, self.seed_generator)
         return features
 
     def compute_output_shape(self, inputs_shape: Any, *args: Any, **kwargs: Any) -> Any:

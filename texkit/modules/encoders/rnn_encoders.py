@@ -27,6 +27,7 @@ from keras import ops
 
 from texkit.configurable import ModuleBase
 from texkit.core.attention import sequence_mask
+from texkit.core.dropout import dropout
 from texkit.core.layers import (
     default_rnn_cell_hparams,
     get_activation,
@@ -134,19 +135,17 @@ def _apply_output_layers(
 ) -> Any:
     """The dense layers at every step, with dropout before the listed ones; padding zeroed."""
 
-    def dropout(x: Any) -> Any:
-        if not training or hp.dropout_rate == 0:
-            return x
+    def drop(x: Any) -> Any:
         shape = ops.shape(x)
         noise_shape = (shape[0], 1, shape[2]) if hp.variational_dropout else None
-        return keras.random.dropout(x, hp.dropout_rate, noise_shape=noise_shape, seed=seed)
+        return dropout(x, hp.dropout_rate, training, seed, noise_shape)
 
     for depth, layer in enumerate(layers):
         if depth in hp.dropout_layer_ids:
-            outputs = dropout(outputs)
+            outputs = drop(outputs)
         outputs = layer(outputs)
     if len(layers) in hp.dropout_layer_ids:
-        outputs = dropout(outputs)
+        outputs = drop(outputs)
     return outputs * ops.cast(valid, outputs.dtype)[:, :, None]
 
 

@@ -13,13 +13,13 @@ from typing import Any
 import keras
 
 from texkit.configurable import ModuleBase
+from texkit.core.dropout import dropout
 from texkit.core.layers import get_initializer
 from texkit.core.transformer import (
     STACK_HPARAMS_DOC,
     TransformerBlock,
     check_stack_hparams,
     default_stack_hparams,
-    dropout,
     layer_norm,
 )
 
