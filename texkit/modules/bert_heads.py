@@ -190,7 +190,7 @@ class BERTPretrainer(ModuleBase):
         return registry.loader_for(cls)(cls, path, hparams, **kwargs)
 
     def build(self, input_ids_shape: Any, *args: Any, **kwargs: Any) -> None:
-        hidden = (None, None, self.hparams.encoder.hidden_size)
+        hidden = (None, None, self.encoder.output_size)
         self.encoder.build(input_ids_shape)
         self.mlm_head.build(hidden)
         self.nsp_head.build(hidden[::2])
@@ -223,7 +223,7 @@ class TokenTaggingHead(ModuleBase):
 
     HPARAMS_DOC = {
         "num_classes": "Number of tags.",
-        "dropout": "Dropout rate before the dense layer.",
+        "dropout_rate": "Dropout rate before the dense layer.",
         "initializer_range": "Stddev of the truncated-normal initializer.",
         "name": "Layer name.",
     }
@@ -232,25 +232,32 @@ class TokenTaggingHead(ModuleBase):
         super().__init__(hparams, **kwargs)
         hp = self.hparams
         check_positive_int(hp, "num_classes")
-        check_rate(hp, "dropout")
+        check_rate(hp, "dropout_rate")
         self.dense = keras.layers.Dense(
             hp.num_classes,
             kernel_initializer=_truncated_normal(hp.initializer_range),
             name="dense",
             dtype=self.dtype_policy,
         )
-        self.seed_generator = keras.random.SeedGenerator() if hp.dropout > 0 else None
+        self.seed_generator = keras.random.SeedGenerator() if hp.dropout_rate > 0 else None
 
     @classmethod
     def default_hparams(cls) -> dict:
-        return {"num_classes": 2, "dropout": 0.1, "initializer_range": 0.02, "name": "tagging_head"}
+        return {
+            "num_classes": 2,
+            "dropout_rate": 0.1,
+            "initializer_range": 0.02,
+            "name": "tagging_head",
+        }
 
     def build(self, shape: Any, *args: Any, **kwargs: Any) -> None:
         self.dense.build((None, None, shape[-1]))
         self.built = True
 
     def call(self, hidden_states: Any, training: Any = None) -> Any:
-        hidden_states = dropout(hidden_states, self.hparams.dropout, training, self.seed_generator)
+        hidden_states = dropout(
+            hidden_states, self.hparams.dropout_rate, training, self.seed_generator
+        )
         return self.dense(hidden_states)
 
 

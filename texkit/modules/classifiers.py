@@ -117,7 +117,7 @@ class BERTClassifier(ModuleBase):
         return registry.loader_for(cls)(cls, path, hparams, **kwargs)
 
     def build(self, input_ids_shape: Any, *args: Any, **kwargs: Any) -> None:
-        hidden = self.hparams.encoder.hidden_size
+        hidden = self.encoder.output_size
         self.encoder.build(input_ids_shape)
         width = hidden
         if self.hparams.clas_strategy == "all_time":
@@ -166,7 +166,7 @@ class BERTClassifier(ModuleBase):
                 f"{self.name}: inputs have {time} steps, more than max_seq_length={limit}"
             )
         features = ops.pad(features, [[0, 0], [0, limit - ops.shape(features)[1]], [0, 0]])
-        return ops.reshape(features, (-1, limit * self.hparams.encoder.hidden_size))
+        return ops.reshape(features, (-1, limit * self.encoder.output_size))
 
     def compute_output_shape(self, input_ids_shape: Any, *args: Any, **kwargs: Any) -> Any:
         batch = input_ids_shape[0]

@@ -318,7 +318,7 @@ def _ensure_built(model: Any, encoder: Any, heads: Mapping[str, Any]) -> None:
         encoder.build((None, None))
     for head in heads.values():
         if not head.built:
-            head.build((None, None, encoder.hparams.hidden_size))
+            head.build((None, None, encoder.output_size))
 
 
 def load_bert_checkpoint(model: Any, path: str | os.PathLike) -> LoadReport:

@@ -192,6 +192,12 @@ class BERTEncoder(ModuleBase):
         return registry.loader_for(cls)(cls, path, hparams, **kwargs)
 
     @property
+    def output_size(self) -> int:
+        """Size of each output vector (``hidden_size``): what heads and classifiers read, so
+        that they need no family's config names."""
+        return self.hparams.hidden_size
+
+    @property
     def embedding_table(self) -> Any:
         """The word embedding matrix ``[vocab_size, hidden_size]`` (the MLM head ties to it)."""
         return self.word_embedder.embedding
