@@ -20,7 +20,7 @@ $(VENV)/.installed: $(BIN)/python setup.cfg pyproject.toml Makefile
 	touch $@
 
 demo: $(VENV)/.installed
-	$(BIN)/python examples/bert_classifier.py --config hparams/bert_classifier.yaml
+	$(BIN)/python -m examples.bert_classifier.train --config examples/bert_classifier/config.yaml
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q tests

@@ -52,10 +52,10 @@ Parts (``--parts``):
 2. ``finetune``: one training step of a sequence classifier (5 classes, as the BBC news example),
    in examples/s: ``model.train_on_batch`` (forward with dropout, sparse categorical
    cross-entropy from logits, gradients, AdamW update) on texkit's model, built as
-   ``examples/bert_classifier.py`` builds it (``tx.modules.BERTClassifier`` with
+   ``examples/bert_classifier/train.py`` builds it (``tx.modules.BERTClassifier`` with
    ``clas_strategy: cls_time`` and dropout 0.1 in a functional ``keras.Model``, float32 logits),
    against ``keras_hub.models.BertTextClassifier(backbone, 5, preprocessor=None, dropout=0.1)``.
-   Both are compiled with the same optimizer, the one of ``hparams/bert_classifier.yaml``
+   Both are compiled with the same optimizer, the one of ``examples/bert_classifier/config.yaml``
    (AdamW, weight decay 0.01, epsilon 1e-6, global norm clipping 1.0; a constant rate 1e-4 in
    place of its warmup schedule), the same loss, no metrics, and ``jit_compile`` False and True.
    ``--finetune-configs`` (default ``minilm``: base's step is slow) picks the sizes, and
@@ -213,7 +213,8 @@ TINY = {
 NUM_CLASSES = 5
 MODES = (("tf.function", False), ("XLA", True))
 PACKAGES = ("tensorflow", "keras", "keras-hub", "torch", "transformers", "texkit")
-# hparams/bert_classifier.yaml's optimization, with a constant rate in place of its schedule.
+# examples/bert_classifier/config.yaml's optimization, with a constant rate in place of its
+# schedule.
 OPTIMIZATION = {
     "optimizer": {"type": "AdamW", "kwargs": {"weight_decay": 0.01, "epsilon": 1e-6}},
     "learning_rate": 1e-4,
@@ -280,7 +281,7 @@ def torch_bert(worker: Worker, config: str, hp: dict, data: dict[str, np.ndarray
 
 
 def texkit_classifier(config: str, hp: dict, length: int, jit: bool) -> keras.Model:
-    """examples/bert_classifier.py's model, compiled for ``train_on_batch``."""
+    """examples/bert_classifier/train.py's model, compiled for ``train_on_batch``."""
     head = {
         "num_classes": NUM_CLASSES,
         "clas_strategy": "cls_time",

@@ -24,12 +24,13 @@ import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+# The repository root, for the examples' BBC news reader (examples.common.bbc_news).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import tensorflow as tf  # noqa: E402
-from bbc_news import load_bbc_news  # noqa: E402
 
 import texkit as tx  # noqa: E402
+from examples.common.bbc_news import load_bbc_news  # noqa: E402
 
 BOUNDARIES = [8, 16, 24, 32, 48, 64, 96]
 BATCH = 64

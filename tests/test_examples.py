@@ -1,6 +1,12 @@
-"""The examples train on real data and beat the trivial baseline on held-out text."""
+"""The examples train on real data and beat the trivial baseline on held-out text.
+
+The examples are the package ``examples`` at the repository root (pytest puts the root on
+``sys.path``, as ``python -m`` does when run from there). Tests that need a real-data package
+(the BBC news articles, the MiniLM weights) go through ``tests.real_data.require_package``.
+"""
 
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -8,18 +14,69 @@ import pytest
 import tensorflow as tf
 
 import texkit as tx
+from examples.bert_classifier import train as bert_classifier  # noqa: F401  (registers builders)
+from examples.bert_pretrain import train as bert_pretrain
+from examples.common import bbc_news, bible_corpus
+from examples.sentence_classifier import train as sentence_classifier  # noqa: F401  (builders)
+from examples.seq2seq_attn import train as seq2seq_attn
+from examples.testament_classifier import train as testament_classifier
+from examples.transformer import train as transformer
+from tests.real_data import BBC_NEWS, MINILM, require_package
+from texkit.cli import main as texkit_command
 
-EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
-sys.path.insert(0, os.path.abspath(EXAMPLES))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir))
+EXAMPLES = ("bert_classifier", "bert_pretrain", "language_model", "sentence_classifier",
+            "seq2seq_attn", "testament_classifier", "transformer")  # fmt: skip
 
-import bbc_news  # noqa: E402
-import bert_classifier  # noqa: E402, F401  (registers the example's builders)
-import bert_pretrain  # noqa: E402
-import bible_corpus  # noqa: E402
-import sentence_classifier  # noqa: E402, F401  (registers the example's builders)
-import seq2seq_attn  # noqa: E402
-import testament_classifier  # noqa: E402, F401  (registers the example's builders)
-import transformer  # noqa: E402
+
+def config_of(name):
+    """The YAML config of ``examples/<name>``."""
+    return os.path.join(ROOT, "examples", name, "config.yaml")
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_each_example_runs_as_a_module_from_the_root_and_keeps_tensorflow_quiet(name):
+    # The README's command, with --help; TF_CPP_MIN_LOG_LEVEL unset, as in a user's shell.
+    environment = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    result = subprocess.run(
+        [sys.executable, "-m", f"examples.{name}.train", "--help"],
+        cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "--config" in result.stdout
+    assert_no_tensorflow_info_lines(result.stderr)
+
+
+def assert_no_tensorflow_info_lines(stderr):
+    """No line of TensorFlow's C++ start-up chatter: oneDNN, CUDA drivers, absl's banner."""
+    for marker in ("cudart_stub", "oneDNN custom operations", "absl::InitializeLog"):
+        assert marker not in stderr, stderr
+    assert not [line for line in stderr.splitlines() if line.startswith("I0000")], stderr
+
+
+def test_quiet_tensorflow_drops_the_lines_the_level_hides_and_keeps_the_rest(capfd):
+    from examples import _c_stderr_filtered
+
+    written = (
+        b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
+        b"I0000 00:00:1795469269.516676    9985 port.cc:153] oneDNN custom operations are on.\n"
+        b"W0000 00:00:1795469269.516676    9985 cudart_stub.cc:31] a warning\n"
+        b"E0000 00:00:1795469270.610130    9985 cuda_platform.cc:52] failed call to cuInit\n"
+        b"2025-01-01 12:00:00.000001: I tensorflow/core/platform/cpu_feature_guard.cc:1] info\n"
+        b"a line of the user's\n"
+    )
+    with _c_stderr_filtered(2):
+        os.write(2, written)
+    kept = capfd.readouterr().err.splitlines()
+    assert kept == [kept[0], "a line of the user's"] and "cuInit" in kept[0]
+    with _c_stderr_filtered(0):
+        os.write(2, written)
+    assert capfd.readouterr().err == written.decode()
+    # After an error, everything is passed on: it may explain the error.
+    with pytest.raises(ImportError), _c_stderr_filtered(2):
+        os.write(2, written)
+        raise ImportError("a broken library")
+    assert capfd.readouterr().err == written.decode()
 
 
 def test_bible_split_is_by_book_and_complete():
@@ -48,9 +105,8 @@ def test_bible_loader_names_the_bad_line(tmp_path):
 
 
 def experiment(name, *overrides):
-    """The validated hparams of ``hparams/<name>.yaml`` with ``key=value`` overrides."""
-    config = os.path.join(os.path.dirname(__file__), os.pardir, "hparams", f"{name}.yaml")
-    user = tx.HParams.from_yaml(config, None).todict()
+    """The validated hparams of ``examples/<name>/config.yaml`` with ``key=value`` overrides."""
+    user = tx.HParams.from_yaml(config_of(name), None).todict()
     return tx.run.validate_experiment(tx.apply_overrides(user, list(overrides)))
 
 
@@ -86,8 +142,22 @@ def test_testament_classifier_learns_from_the_yaml_config(tmp_path):
     assert served[0].argmax() == 1 and served[1].argmax() == 0  # New, then Old Testament
 
 
+def test_texkit_train_includes_an_example_by_its_path(tmp_path, capsys):
+    # The README's command: the file is imported as examples.testament_classifier.train, the
+    # module the test above uses (not a second copy of it).
+    path = os.path.join(ROOT, "examples", "testament_classifier", "train.py")
+    overrides = ["run.train_steps=4", "run.checkpoint_every_steps=4", "run.verbose=0"]
+    overrides += [f"run.model_dir={tmp_path / 'run'}", "model.hparams.embedder.dim=8"]
+    assert texkit_command(["train", config_of("testament_classifier"), "--include", path,
+                           *overrides]) == 0  # fmt: skip
+    assert '"step": 4' in capsys.readouterr().out
+    assert sys.modules["examples.testament_classifier.train"] is testament_classifier
+
+
 def test_sentence_classifier_learns_bbc_topics_with_glove_vectors(tmp_path):
     import gensim
+
+    require_package(BBC_NEWS)
 
     glove = os.path.join(os.path.dirname(gensim.__file__), "test", "test_data", "test_glove.txt")
     hparams = experiment(
@@ -118,6 +188,7 @@ def test_sentence_classifier_learns_bbc_topics_with_glove_vectors(tmp_path):
 
 
 def test_bbc_news_split_is_fixed_and_leaks_no_article():
+    require_package(BBC_NEWS)
     news = bbc_news.load_bbc_news()
     assert (len(news.train), len(news.dev), len(news.test)) == (1485, 214, 426)
     # 2,225 files: 100 exact repeats dropped; one file is Windows-1252 (a pound sign).
@@ -133,6 +204,8 @@ def test_bbc_news_split_is_fixed_and_leaks_no_article():
 
 
 def bert_experiment(tmp_path, *overrides):
+    require_package(MINILM)
+    require_package(BBC_NEWS)
     return experiment(
         "bert_classifier",
         "data.hparams.max_seq_length=48",
@@ -175,6 +248,7 @@ def test_bert_classifier_has_static_shapes_for_tpus(tmp_path):
 
 
 def test_bert_pretraining_loss_falls_on_real_text():
+    require_package(MINILM)  # its vocabulary
     history = bert_pretrain.main(
         [
             "train_steps=40",
@@ -209,7 +283,7 @@ def check_quick_translation(result):
 
 
 def test_seq2seq_attn_quick_mode_trains_translates_and_scores_with_sacrebleu(tmp_path):
-    config = os.path.join(os.path.dirname(__file__), os.pardir, "hparams", "seq2seq_attn.yaml")
+    config = config_of("seq2seq_attn")
     result = seq2seq_attn.main(
         ["--config", config, "--quick", f"run.model_dir={tmp_path / 'run'}", "run.verbose=0"]
     )
@@ -219,7 +293,7 @@ def test_seq2seq_attn_quick_mode_trains_translates_and_scores_with_sacrebleu(tmp
 
 
 def test_transformer_quick_mode_trains_translates_resumes_and_scores_with_sacrebleu(tmp_path):
-    config = os.path.join(os.path.dirname(__file__), os.pardir, "hparams", "transformer.yaml")
+    config = config_of("transformer")
     args = ["--config", config, "--quick", f"run.model_dir={tmp_path / 'run'}", "run.verbose=0"]
     result = transformer.main(args)
     losses = result["history"]["loss"]
@@ -233,16 +307,17 @@ def test_transformer_quick_mode_trains_translates_resumes_and_scores_with_sacreb
 
 
 def test_language_model_quick_mode_reports_the_exact_held_out_perplexity(tmp_path):
-    import language_model
+    from examples.language_model import train as language_model
 
-    config = os.path.join(os.path.dirname(__file__), os.pardir, "hparams", "language_model.yaml")
+    require_package(BBC_NEWS)
+    config = config_of("language_model")
     # The Transformer trains in mixed precision, the LSTM in float32.
     overrides = [f"run.model_dir={tmp_path / 'run'}", "run.verbose=0"]
     overrides += ["models.transformer.run.precision=mixed_bfloat16"]
     result = language_model.main(["--config", config, "--quick", *overrides])
     # Every token of the 8 test articles, and each article's end, is a target exactly once.
     articles = bbc_news.load_bbc_news().test[:8]
-    targets = sum(len(sentence_classifier.tokenize(a.text).split()) + 1 for a in articles)
+    targets = sum(len(bbc_news.tokenize(a.text).split()) + 1 for a in articles)
     assert result["tokens"]["test"] == targets
     assert all(np.isfinite(result["unigram"][split]) for split in ("dev", "test"))
     for name in ("lstm", "transformer"):

@@ -9,6 +9,10 @@ import os
 # texkit runs on Keras' TensorFlow backend; pick it unless the user already chose.
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
+from texkit._quiet import quiet_tensorflow  # noqa: E402
+
+quiet_tensorflow()  # TF_CPP_MIN_LOG_LEVEL=2 unless set, also for the lines TF logs while loading
+
 from texkit import core, data, losses, modules, pretrained, registry, run  # noqa: E402
 from texkit.hparams import HParams, HParamsError, apply_overrides  # noqa: E402
 

@@ -7,9 +7,14 @@ texkit evaluate EXPERIMENT.yaml [--split test]
 texkit predict EXPERIMENT.yaml --output predictions.jsonl [--split test]
 texkit export EXPERIMENT.yaml --output serving/ [--overwrite]
 
+``texkit hparams`` checks the values as the class itself does: it constructs the class with them
+(see :func:`_check_by_constructing`), so ``dim=-3`` is refused as ``WordEmbedder(...)`` would
+refuse it.
+
 An experiment file names registered builders (texkit.run.experiment); ``--include FILE.py``
-imports a file of your own that registers more. A YAML file itself can only name code, never
-import it. ``evaluate``, ``predict`` and ``export`` load the latest checkpoint of
+imports a file of your own that registers more (a file inside a package, such as
+``examples/bert_classifier/train.py``, is imported as part of it). A YAML file itself can only name
+code, never import it. ``evaluate``, ``predict`` and ``export`` load the latest checkpoint of
 ``run.model_dir`` (or ``--checkpoint``); the ``hparams.yaml`` that training wrote there is itself
 an experiment file.
 """
@@ -17,7 +22,9 @@ an experiment file.
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.util
+import inspect
 import json
 import os
 import sys
@@ -41,24 +48,90 @@ def _print_hparams(name: str, overrides: list[str]) -> int:
         return 2
     try:
         hparams = HParams(apply_overrides({}, overrides), defaults())
-    except HParamsError as error:
-        print(f"texkit hparams: {error}", file=sys.stderr)
+        unchecked = _check_by_constructing(target, hparams)
+    except ValueError as error:  # HParamsError included: it names the key
+        print(f"texkit hparams: {name}: {error}", file=sys.stderr)
         return 2
+    if unchecked:
+        print(f"texkit hparams: values checked for type only: {unchecked}", file=sys.stderr)
     sys.stdout.write(f"# default hparams of {name}\n")
     sys.stdout.write(yaml.safe_dump(hparams.todict(), sort_keys=False))
     return 0
 
 
+# A constructor argument named like this is a size that comes from the data (vocab_size,
+# position_size, output_size), not a hyperparameter; 1 stands in for it when checking hparams.
+_SIZE_SUFFIX = "_size"
+
+
+def _check_by_constructing(target: Any, hparams: HParams) -> str | None:
+    """Constructs ``target`` with ``hparams`` so that its own checks run (``dim`` > 0, a rate in
+    [0, 1), ...) and raise as they would for the user; returns why it could not (then the values
+    were checked for type only), or ``None``.
+
+    The merge in :class:`HParams` checks keys and types; ranges and combinations of values are
+    checked where the class uses them, in its constructor. So the class is constructed as a user
+    would: ``Class(hparams=...)``, with 1 for each argument that names a size from the data
+    (``WordEmbedder(vocab_size=1, hparams=...)``), which is not a hyperparameter. A class whose
+    constructor needs any other argument is not constructed. Nothing is built: a layer creates its
+    weights later, in ``build``.
+    """
+    try:
+        parameters = inspect.signature(target).parameters.values()
+    except (TypeError, ValueError):
+        return "its constructor's signature is unknown"
+    arguments: dict[str, Any] = {}
+    needs = []
+    for parameter in parameters:
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        if parameter.name == "hparams":
+            arguments["hparams"] = hparams.todict()
+        elif parameter.name.endswith(_SIZE_SUFFIX) and (
+            parameter.default is None or parameter.default is parameter.empty
+        ):
+            arguments[parameter.name] = 1
+        elif parameter.default is parameter.empty:
+            needs.append(parameter.name)
+    if needs:
+        return f"its constructor also needs {', '.join(needs)}"
+    if "hparams" not in arguments:
+        return "its constructor takes no hparams"
+    target(**arguments)
+    return None
+
+
 def _include(path: str) -> None:
-    """Imports a Python file of the user's (which registers builders), as ``python FILE`` would."""
+    """Imports a Python file of the user's (which registers builders), as Python would import it.
+
+    A file in a package (its folder has an ``__init__.py``, e.g. ``examples/bert_classifier``) is
+    imported under its dotted name with the folder above the package on ``sys.path``, as
+    ``python -m examples.bert_classifier.train`` would, so its imports of the package work and it
+    is the same module as when imported otherwise. A file outside any package is imported on its
+    own, with its folder on ``sys.path`` so that it can import its neighbours.
+    """
     path = os.path.abspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"--include: no such file: {path}")
-    name = "texkit_include_" + os.path.splitext(os.path.basename(path))[0]
+    root, parts = os.path.dirname(path), [os.path.splitext(os.path.basename(path))[0]]
+    while os.path.isfile(os.path.join(root, "__init__.py")):
+        root, package = os.path.split(root)
+        parts.insert(0, package)
+    if len(parts) > 1:
+        name = ".".join(parts)
+        if root not in sys.path:
+            sys.path.insert(0, root)
+        module = importlib.import_module(name)
+        if os.path.realpath(module.__file__ or "") != os.path.realpath(path):
+            raise ImportError(
+                f"--include: {path} is module {name}, but {name} is already {module.__file__}"
+            )
+        return
+    name = "texkit_include_" + parts[0]
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    sys.path.insert(0, os.path.dirname(path))  # so the file can import its neighbours
+    sys.path.insert(0, root)  # so the file can import its neighbours
     spec.loader.exec_module(module)
 
 

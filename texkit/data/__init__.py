@@ -11,7 +11,7 @@ from texkit.data.bert_pretraining import (
     pack_pair,
     pretraining_dataset,
 )
-from texkit.data.data_base import DataBase, FieldReport, InputReport
+from texkit.data.data_base import DataBase
 from texkit.data.embedding import (
     Embedding,
     EmbeddingFileError,
@@ -19,6 +19,7 @@ from texkit.data.embedding import (
     load_glove,
     load_word2vec,
 )
+from texkit.data.input_report import FieldReport, InputReport
 from texkit.data.scalar_data import MultiAlignedData, ScalarData
 from texkit.data.text_data import MonoTextData, PairedTextData
 from texkit.data.tfrecord_data import TFRecordData, write_tfrecords

@@ -1,12 +1,12 @@
 """The part every dataset shares: scanning the input, then shuffling, repeating, batching,
 bucketing, sharding and prefetching it.
 
-A dataset is made of *fields*: one per aligned input (the text of :class:`MonoTextData`; the
-source and target of :class:`PairedTextData`; each member of :class:`MultiAlignedData`). A field
-knows how to read its raw records, check them against the bad-input policy
-(:mod:`texkit.data.sources`) and turn one record into tensors. :class:`DataBase` zips the fields,
-scans them once at construction (counts, errors, aligned line counts) and builds the
-``tf.data`` pipeline:
+A dataset is made of *fields* (:mod:`texkit.data.fields`): one per aligned input (the text of
+:class:`MonoTextData`; the source and target of :class:`PairedTextData`; each member of
+:class:`MultiAlignedData`). A field knows how to read its raw records, check them against the
+bad-input policy (:mod:`texkit.data.sources`) and turn one record into tensors.
+:class:`DataBase` zips the fields, scans them once at construction (counts, errors, aligned line
+counts: :mod:`texkit.data.input_report`) and builds the ``tf.data`` pipeline:
 
     read -> zip fields -> shard (per input pipeline) -> in chunks: check, drop skipped examples,
     process (tokenize, look up ids, truncate) -> shuffle -> repeat -> batch or bucket -> prefetch
@@ -14,136 +14,21 @@ scans them once at construction (counts, errors, aligned line counts) and builds
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import tensorflow as tf
 
 from texkit.configurable import Configurable
 from texkit.data import sources
+from texkit.data.fields import Field
+from texkit.data.input_report import _CHUNK, FieldReport, InputReport, _scan_fields
 from texkit.hparams import HParamsError, check_positive_int
 
 __all__ = ["DataBase", "FieldReport", "InputReport"]
 
 logger = logging.getLogger("texkit")
-
-_NO_ERROR = 2**62
-# Records checked and processed per vectorized call.
-_CHUNK = 1024
-
-
-@dataclasses.dataclass(frozen=True)
-class FieldReport:
-    """What the scan found in one field's input.
-
-    Attributes:
-        field: the field's name (``"text"``, ``"source"``, a ``data_name``).
-        sources: the files (or ``tfds:name[split]``) it read.
-        records: records (lines) read.
-        counts: ``{problem: number of records}``, e.g. ``{"invalid_utf8": 2, "empty": 1}``.
-        actions: ``{problem: what was done}``, e.g. ``{"invalid_utf8": "replaced"}``.
-    """
-
-    field: str
-    sources: tuple[str, ...]
-    records: int
-    counts: Mapping[str, int]
-    actions: Mapping[str, str]
-
-    def __str__(self) -> str:
-        problems = [
-            f"{count} {problem.replace('_', ' ')} ({self.actions[problem]})"
-            for problem, count in self.counts.items()
-            if count
-        ]
-        where = ", ".join(self.sources)
-        return f"{self.field}: {self.records} records from {where}" + (
-            "; " + "; ".join(problems) if problems else ""
-        )
-
-
-@dataclasses.dataclass(frozen=True)
-class InputReport:
-    """The scan of a dataset's input: per field counts, and the examples of one epoch.
-
-    Attributes:
-        fields: one :class:`FieldReport` per field.
-        examples: examples in one epoch (before sharding), after skipping.
-        skipped: examples dropped by the bad-input policy.
-    """
-
-    fields: tuple[FieldReport, ...]
-    examples: int
-    skipped: int
-
-    @property
-    def clean(self) -> bool:
-        """Whether nothing was skipped or repaired."""
-        return not self.skipped and not any(any(f.counts.values()) for f in self.fields)
-
-    def __str__(self) -> str:
-        lines = [f"{self.examples} examples, {self.skipped} skipped"]
-        lines += [f"  {field}" for field in self.fields]
-        return "\n".join(lines)
-
-
-class Field:
-    """One aligned input of a dataset; subclasses implement the four methods below."""
-
-    is_sequence = False  # whether it gives a length to bucket by
-    max_length: int | None = None  # its longest length (None: unbounded)
-
-    def __init__(self, name: str, key: str, hparams: Any):
-        self.name, self.key, self.hparams = name, key, hparams
-
-    reader: Any = tf.data.TextLineDataset  # reads the records of this field's files
-
-    def paths(self) -> list[str]:
-        """The files to read, patterns expanded; a missing file is an error naming it."""
-        return sources.check_files(list(self.hparams.files), f"{self.key}.files")
-
-    def read(self, paths: Sequence[str], numbered: bool) -> tf.data.Dataset:
-        """The raw records of ``paths``, with ``numbered``: ``(file_index, line_number, raw)``."""
-        compression = self.hparams.compression_type
-        if numbered:
-            return sources.numbered_lines(paths, compression, self.reader)
-        return self.reader(list(paths), compression_type=compression)
-
-    def from_tfds(self, example: Mapping[str, Any]) -> Any:
-        """The raw value of this field in a tensorflow-datasets example."""
-        feature = self.hparams.tfds_feature
-        if feature not in example:
-            raise ValueError(
-                f"hparams '{self.key}.tfds_feature': the dataset has no feature {feature!r}; "
-                f"it has {sorted(example)}"
-            )
-        return example[feature]
-
-    def check(self, raw: Any) -> tuple[Any, dict[str, Any], Any, Any]:
-        """``(clean values, {problem: bool}, skip, error)`` for a ``[n]`` vector of raw records
-        (every part is ``[n]``)."""
-        raise NotImplementedError
-
-    def error_message(self, record: bytes) -> str:
-        """Why a record :meth:`check` flagged as an error cannot be used."""
-        raise NotImplementedError
-
-    def actions(self) -> dict[str, str]:
-        """``{problem: what is done}`` for each problem :meth:`check` reports."""
-        raise NotImplementedError
-
-    def length(self, clean: Any) -> Any:
-        """The ``[n]`` int32 lengths of ``[n]`` clean records, for bucketing."""
-        raise NotImplementedError
-
-    def process(self, clean: Any) -> dict[str, Any]:
-        """The batch of ``[batch]`` clean records: padded dense tensors keyed by output name.
-
-        When ``clean`` has a static batch size, the outputs keep it.
-        """
-        raise NotImplementedError
 
 
 class DataBase(Configurable):
@@ -275,66 +160,14 @@ class DataBase(Configurable):
         records = [dataset for _, dataset in self._field_records(numbered=False)]
         return tf.data.Dataset.zip(tuple(records))
 
-    def _scan_field(self, field: Field, dataset: tf.data.Dataset) -> tuple[Any, ...]:
-        problems = list(field.actions())
-
-        def flags(index: Any, number: Any, raw: Any) -> tuple[Any, ...]:
-            _, found, skip, error = field.check(raw)
-            counts = [tf.reduce_sum(tf.cast(found[problem], tf.int64)) for problem in problems]
-            counts += [tf.reduce_sum(tf.cast(skip, tf.int64)), tf.size(raw, out_type=tf.int64)]
-            first = tf.argmax(tf.cast(error, tf.int32), output_type=tf.int32)
-            where = tf.stack([tf.cast(index[first], tf.int64), tf.cast(number[first], tf.int64)])
-            text = raw[first] if raw.dtype == tf.string else tf.strings.as_string(raw[first])
-            return tf.stack(counts), tf.reduce_any(error), where, text
-
-        def add(state: Any, item: Any) -> Any:
-            counts, first, first_text = state
-            new_counts, error, where, text = item
-            # Records arrive in order, so the first error seen is the earliest.
-            take = tf.logical_and(error, first[0] == _NO_ERROR)
-            return (
-                counts + new_counts,
-                tf.where(take, where, first),
-                tf.where(take, text, first_text),
-            )
-
-        initial = (
-            tf.zeros(len(problems) + 2, tf.int64),
-            tf.constant([_NO_ERROR, _NO_ERROR], tf.int64),
-            tf.constant(""),
-        )
-        chunks = dataset.batch(_CHUNK).map(flags, num_parallel_calls=self._parallel())
-        counts, first, text = chunks.reduce(initial, add)
-        counts = counts.numpy().tolist()
-        found = dict(zip(problems, counts[:-2], strict=True))
-        return found, counts[-2], counts[-1], (first.numpy().tolist(), text.numpy())
-
     def _scan(self) -> InputReport:
-        reports, skips, totals = [], [], []
-        records = self._field_records(numbered=True)
-        for field, (names, dataset) in zip(self._fields, records, strict=True):
-            counts, skipped, records, (first, text) = self._scan_field(field, dataset)
-            if first[0] != _NO_ERROR:
-                where = f"{names[first[0]]}:{first[1]}"
-                raise ValueError(f"{where}: {field.error_message(text)} (hparams '{field.key}')")
-            reports.append(FieldReport(field.name, tuple(names), records, counts, field.actions()))
-            skips.append(skipped)
-            totals.append(records)
-        if len(set(totals)) > 1:
-            described = "; ".join(
-                f"{r.field} ({', '.join(r.sources)}): {r.records} lines" for r in reports
-            )
-            raise ValueError(f"aligned inputs have different numbers of lines: {described}")
-        total = totals[0]
-        if sum(1 for s in skips if s) <= 1:
-            skipped = max(skips)
-        else:
-            chunks = self._raw_examples().batch(_CHUNK)
-            skips_of = chunks.map(
-                lambda *raws: tf.reduce_sum(tf.cast(self._check(raws)[1], tf.int64))
-            )
-            skipped = int(skips_of.reduce(tf.constant(0, tf.int64), lambda a, b: a + b))
-        return InputReport(tuple(reports), total - skipped, skipped)
+        return _scan_fields(
+            self._fields,
+            self._field_records(numbered=True),
+            self._raw_examples,
+            self._check,
+            self._parallel(),
+        )
 
     def _check(self, raws: Sequence[Any]) -> tuple[list[Any], Any]:
         """(clean values per field, skip) for ``[n]`` raw records of every field."""
@@ -441,7 +274,8 @@ class DataBase(Configurable):
             dataset = dataset.repeat(None if hp.num_epochs == -1 else hp.num_epochs)
         if bucketing:
             # The bucket of each record was computed with the checks, in chunks: grouping by
-            # a precomputed key costs a fraction of tf.data's bucket_by_sequence_length.
+            # a precomputed key is cheaper than tf.data's bucket_by_sequence_length (see
+            # benchmarks/RESULTS.md, data pipeline).
             batch_sizes = tf.constant(sizes, tf.int64)
             dataset = dataset.group_by_window(
                 key_func=lambda cleans, bucket: bucket,

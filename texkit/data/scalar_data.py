@@ -12,7 +12,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from texkit.data.data_base import DataBase, Field
+from texkit.data.data_base import DataBase
+from texkit.data.fields import Field
 from texkit.data.text_data import TEXT_FIELD_DOC, TextField, text_field_defaults
 from texkit.data.vocab import Vocab
 from texkit.hparams import HParamsError

