@@ -237,9 +237,8 @@ class MultiHeadAttention(ModuleBase):
             scores = ops.cast(ops.matmul(q * scale, keys), "float32")
         if mask is not None and mask.shape[-2] != 1:
             # A mask per query (causal) replaces masked scores instead: the same fusion with a
-            # [1, 1, t, t] bias selects oneDNN's reference kernel, about 70x slower than the
-            # matmul alone (measured in a tf.function: 2.1 s instead of 28 ms for 8 x 128 x
-            # 512); a select is never fused.
+            # [1, 1, t, t] bias selects oneDNN's slow reference kernel (benchmarks/RESULTS.md,
+            # "Causal masks"); a select is never fused.
             scores = ops.where(mask, scores, MASK_BIAS)
         # tf.nn.softmax: Keras' softmax warns about a single memory step, a decoder's first.
         weights = tf.nn.softmax(scores, axis=-1)

@@ -74,7 +74,7 @@ class AttentionRNNDecoder(RNNDecoderBase):
         "attention.attention_layer_size": "Size of W in a_t = act(W [h_t; c_t]); None: a_t is the "
         "context c_t itself.",
         "attention.attention_layer_activation": "act; None is linear, as in Texar and TF-NMT "
-        "(Luong et al. use tanh, which learned several times slower in examples/seq2seq_attn.py).",
+        "(Luong et al. use tanh, which learned several times slower in examples/seq2seq_attn).",
         "attention.alignment_history": "Keep every step's weights in "
         "final_state.alignment_history ([batch, time, memory_time]).",
         "attention.output_attention": "Feed a_t to the output layer (else the cell output h_t).",
