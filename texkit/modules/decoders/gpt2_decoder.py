@@ -3,8 +3,8 @@
 Token embeddings, learned position embeddings, a pre-norm stack of causal self-attention blocks
 (GELU feed-forward, tanh approximation), a final layer norm and an output layer tied to the token
 embeddings (Radford et al., 2019). The defaults are GPT-2 small's sizes; a smaller LM is the same
-module with other sizes (``examples/language_model/config.yaml``). Weights start from the initializers;
-there is no GPT-2 checkpoint loader yet.
+module with other sizes (``examples/language_model/config.yaml``). Weights start from the
+initializers; there is no GPT-2 checkpoint loader yet.
 """
 
 from __future__ import annotations
