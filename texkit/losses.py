@@ -194,9 +194,17 @@ def sequence_sparse_softmax_cross_entropy(
         depending on the flags (see the table in :mod:`texkit.losses`).
 
     Example:
+        A language model's loss: each step predicts the next token. With uniform logits over 10
+        ids every valid step costs ``log(10)``, and padded steps nothing:
+
+        >>> batch = {"text_ids": tf.constant([[1, 7, 8, 9, 2], [1, 6, 2, 0, 0]]),
+        ...          "length": tf.constant([5, 3])}
+        >>> logits = tf.zeros([2, 4, 10])  # [batch, max_time - 1, vocab_size]
         >>> loss = sequence_sparse_softmax_cross_entropy(
-        ...     labels=batch["text_ids"][:, 1:], logits=outputs.logits,
+        ...     labels=batch["text_ids"][:, 1:], logits=logits,
         ...     sequence_length=batch["length"] - 1)
+        >>> round(float(loss), 4)  # (4 + 2) steps * log(10) / 2 sequences
+        6.9078
     """
     _check_exclusive(average_across_batch, sum_over_batch, "batch")
     _check_exclusive(average_across_timesteps, sum_over_timesteps, "timesteps")
@@ -249,7 +257,8 @@ def sequence_softmax_cross_entropy(
         labels: ``[batch, max_time, vocab_size]`` target distributions (each row sums to 1;
             ``[max_time, batch, vocab_size]`` if ``time_major``); computed in float32.
         logits: unnormalized log-probabilities of the same shape, any float dtype.
-        sequence_length, average_across_batch, average_across_timesteps, sum_over_batch,
+        sequence_length, average_across_batch, average_across_timesteps, sum_over_batch:
+            as in :func:`sequence_sparse_softmax_cross_entropy`.
         sum_over_timesteps, time_major, label_smoothing: as in
             :func:`sequence_sparse_softmax_cross_entropy`.
         stop_gradient_to_label: if set, no gradient flows to ``labels``.
@@ -313,7 +322,8 @@ def sequence_sigmoid_cross_entropy(
         average_across_classes: mean over the class dimension (ignored without one).
         sum_over_classes: sum over the class dimension (ignored without one).
         stop_gradient_to_label: if set, no gradient flows to ``labels``.
-        average_across_batch, average_across_timesteps, sum_over_batch, sum_over_timesteps,
+        average_across_batch, average_across_timesteps, sum_over_batch, sum_over_timesteps:
+            as in :func:`sequence_sparse_softmax_cross_entropy`.
         time_major: as in :func:`sequence_sparse_softmax_cross_entropy`.
 
     Returns:

@@ -144,9 +144,16 @@ def register(obj: Any, name: str | None = None) -> Any:
         name: the registry name. Re-registering a name for a different object is an error.
 
     Example:
+        >>> import keras
         >>> @register
-        ... class MyCell(keras.layers.Layer): ...
-        >>> HParams({"type": "MyCell"}, ...)
+        ... class Squared(keras.layers.Layer):
+        ...     def call(self, inputs):
+        ...         return inputs * inputs
+        >>> resolve("Squared") is Squared
+        True
+        >>> layer = tx.core.get_layer({"type": "Squared", "kwargs": {}})
+        >>> layer(tf.constant([2.0, -3.0])).numpy()
+        array([4., 9.], dtype=float32)
     """
     if isinstance(obj, types.ModuleType):
         _NAMESPACES.add(obj.__name__)

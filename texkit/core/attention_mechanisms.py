@@ -204,9 +204,17 @@ class LuongAttention(AttentionMechanism):
 
     Example:
         >>> attention = LuongAttention(score="general")
-        >>> attention.build((batch, 256), (batch, None, 512))
-        >>> keys = attention.prepare_memory(memory)
-        >>> alignments = attention(state, keys, memory_sequence_length)
+        >>> attention.build((2, 256), (2, None, 512))  # query and memory shapes
+        >>> memory = tf.random.normal([2, 5, 512])
+        >>> keys = attention.prepare_memory(memory)  # once per source sequence
+        >>> state = tf.random.normal([2, 256])
+        >>> alignments = attention(state, keys, memory_sequence_length=tf.constant([5, 3]))
+        >>> alignments.shape
+        TensorShape([2, 5])
+        >>> # Each row sums to 1; the steps past a sequence's length get no weight.
+        >>> sums, padded = tf.reduce_sum(alignments, axis=1), alignments[1, 3:]
+        >>> np.allclose(sums, 1.0), float(tf.reduce_max(padded))
+        (True, 0.0)
     """
 
     SCORES = ("dot", "general", "scaled_dot")

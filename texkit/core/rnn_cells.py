@@ -208,8 +208,14 @@ class DropoutWrapper(RNNCellWrapper):
         ``(output, new_states)``, as the wrapped cell.
 
     Example:
-        >>> cell = DropoutWrapper(keras.layers.LSTMCell(8), output_keep_prob=0.7)
-        >>> outputs = keras.layers.RNN(cell, return_sequences=True)(x, training=True)
+        >>> cell = DropoutWrapper(keras.layers.LSTMCell(8), output_keep_prob=0.5, seed=1)
+        >>> rnn = keras.layers.RNN(cell, return_sequences=True)
+        >>> x = tf.ones([2, 5, 4])
+        >>> outputs = rnn(x, training=True)
+        >>> outputs.shape, bool(tf.reduce_any(outputs == 0))  # about half the outputs dropped
+        (TensorShape([2, 5, 8]), True)
+        >>> bool(tf.reduce_all(rnn(x) == rnn(x)))  # no dropout outside training
+        True
     """
 
     def __init__(
@@ -324,7 +330,14 @@ class ResidualWrapper(RNNCellWrapper):
     The input size must equal the cell's output size (checked at build). The state is the cell's.
 
     Example:
-        >>> cell = ResidualWrapper(keras.layers.GRUCell(16))  # on 16-wide inputs
+        >>> rnn = keras.layers.RNN(ResidualWrapper(keras.layers.GRUCell(16)))
+        >>> rnn(tf.ones([2, 5, 16])).shape  # on 16-wide inputs
+        TensorShape([2, 16])
+        >>> rnn = keras.layers.RNN(ResidualWrapper(keras.layers.GRUCell(16), name="residual"))
+        >>> rnn(tf.ones([2, 5, 8]))
+        Traceback (most recent call last):
+          ...
+        ValueError: ResidualWrapper (residual): the input size (8) must equal ... size (16) ...
     """
 
     def build(self, input_shape: Any) -> None:

@@ -296,7 +296,7 @@ class DataBase(Configurable):
 
     @property
     def dataset(self) -> tf.data.Dataset:
-        """The whole pipeline (built once): a ``tf.data.Dataset`` of dict batches."""
+        """The whole pipeline, a ``tf.data.Dataset`` of dict batches (built once)."""
         if self._dataset is None:
             self._dataset = self.make_dataset()
         return self._dataset

@@ -200,7 +200,7 @@ class TextField(Field):
 
     @property
     def max_length(self) -> int | None:
-        """The longest sequence this field gives, BOS/EOS included (None: unbounded)."""
+        """The longest sequence this field gives, BOS/EOS included, or None if unbounded."""
         limit = self.hparams.max_seq_length
         return None if limit is None else limit + self.num_special
 

@@ -63,7 +63,7 @@ class _ConnectorBase(ModuleBase):
 
     @property
     def output_size(self) -> int | list:
-        """The size of the outputs without the batch dimension: an int or nested lists of ints."""
+        """The size of the outputs without the batch dimension, an int or nested lists of ints."""
         return self._output_size
 
     def _pack(self, flat: list) -> Any:
@@ -94,7 +94,9 @@ class ConstantConnector(_ConnectorBase):
 
     Example:
         >>> cell = keras.layers.LSTMCell(256)
-        >>> state = ConstantConnector(cell)(batch_size=64)  # [zeros [64, 256], zeros [64, 256]]
+        >>> h, c = ConstantConnector(cell)(batch_size=64)
+        >>> h.shape, c.shape, float(tf.reduce_max(tf.abs(h)))
+        (TensorShape([64, 256]), TensorShape([64, 256]), 0.0)
     """
 
     HPARAMS_DOC = {
@@ -143,7 +145,10 @@ class ForwardConnector(_ConnectorBase):
 
     Example:
         >>> connector = ForwardConnector(keras.layers.LSTMCell(256))
-        >>> state = connector((h, c))  # [h, c], each [batch, 256]
+        >>> h, c = tf.zeros([2, 256]), tf.ones([2, 256])
+        >>> state = connector((h, c))  # repacked as the cell's [h, c]
+        >>> [s.shape for s in state], float(state[0][0, 0]), float(state[1][0, 0])
+        ([TensorShape([2, 256]), TensorShape([2, 256])], 0.0, 1.0)
     """
 
     HPARAMS_DOC = {"name": "Layer name."}
@@ -209,8 +214,11 @@ class MLPTransformConnector(_ConnectorBase):
         ``[batch, size]`` tensors in the compute dtype, in ``output_size``'s structure.
 
     Example:
+        >>> encoder_state = [tf.zeros([2, 64]), tf.zeros([2, 64])]  # e.g. an LSTM's [h, c]
         >>> connector = MLPTransformConnector(keras.layers.LSTMCell(256))
-        >>> state = connector(encoder_state)  # [h, c], each [batch, 256]
+        >>> state = connector(encoder_state)
+        >>> [s.shape for s in state]
+        [TensorShape([2, 256]), TensorShape([2, 256])]
     """
 
     HPARAMS_DOC = {

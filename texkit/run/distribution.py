@@ -1,5 +1,7 @@
 """``tf.distribute`` strategies from hparams.
 
+Example::
+
     strategy = tx.run.strategy_from_hparams({"type": "mirrored"})
     with strategy.scope():
         model = build_model()

@@ -11,7 +11,7 @@ An experiment file has five sections::
 A YAML file can only *name* code, never import it: ``type`` resolves through
 :mod:`texkit.registry`, and only to functions declared with :func:`model_builder` or
 :func:`data_builder`. Code of one's own is registered by importing it, e.g. with
-``texkit train experiment.yaml --include my_models.py``.
+``texkit train experiment.yaml --include my_models.py``, where ``my_models.py`` holds::
 
     @tx.run.data_builder({"batch_size": 32, "name": "toy_data"})
     def toy_data(hparams):
@@ -66,8 +66,15 @@ class Data(Mapping):
             read them as attributes (``data.vocab_size``).
 
     Example:
-        >>> data = tx.run.Data(train=train_ds, eval=dev_ds, vocab_size=20000)
-        >>> data["train"], data.vocab_size
+        >>> features = tf.constant([[5, 9, 2], [7, 2, 0], [4, 4, 2], [8, 2, 0]])
+        >>> labels = tf.constant([1, 0, 1, 0])
+        >>> train_ds = tf.data.Dataset.from_tensor_slices((features, labels)).batch(2)
+        >>> dev_ds = train_ds.take(1)
+        >>> data = tx.run.Data(train=train_ds, eval=dev_ds, vocab_size=10)
+        >>> data
+        Data(splits=['eval', 'train'], info=['vocab_size'])
+        >>> data["train"] is train_ds, data.vocab_size
+        (True, 10)
     """
 
     def __init__(

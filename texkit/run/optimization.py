@@ -1,5 +1,7 @@
 """Optimizers from hparams: a Keras optimizer, a learning-rate schedule, clipping, accumulation.
 
+Example::
+
     optimizer = tx.run.optimizer_from_hparams({
         "optimizer": {"type": "AdamW", "kwargs": {"weight_decay": 0.01, "epsilon": 1e-6}},
         "learning_rate": 5e-5,

@@ -1,5 +1,7 @@
 """The Trainer: ``keras.Model.fit`` under a distribution strategy, run by hparams.
 
+Example::
+
     trainer = tx.run.Trainer(build_model, data, {
         "optimization": {"optimizer": {"type": "AdamW"}, "learning_rate": 3e-4},
         "distribution": {"type": "mirrored"},

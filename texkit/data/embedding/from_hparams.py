@@ -105,5 +105,5 @@ class Embedding(Configurable):
 
     @property
     def pretrained(self) -> PretrainedEmbedding:
-        """What was loaded: the table, the count of found tokens and the missing ones."""
+        """What was loaded, i.e. the table, the count of found tokens and the missing ones."""
         return self._pretrained

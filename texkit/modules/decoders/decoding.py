@@ -354,8 +354,9 @@ def sample_decode(
     restricted to the ``top_k`` most likely tokens and then to the top-``top_p`` nucleus.
 
     Args:
-        step, start_tokens, end_token, max_decoding_length, initial_state, vocab_size,
-            freeze_state, start_time, forced_ids: as in :func:`greedy_decode`.
+        step, start_tokens, end_token, max_decoding_length, initial_state, vocab_size:
+            as in :func:`greedy_decode`.
+        freeze_state, start_time, forced_ids: as in :func:`greedy_decode`.
         softmax_temperature: positive; below 1 sharpens, above 1 flattens the distribution.
         top_k: keep the ``top_k`` most likely tokens (0: all).
         top_p: keep the smallest set of tokens whose mass reaches ``top_p`` (1: all).

@@ -91,9 +91,9 @@ class TransformerDecoder(DecoderBase):
     Each block is causal self-attention, cross-attention to ``memory`` (when ``cross_attention``
     is true) and a feed-forward network, with dropout and residual connections in pre-norm (a
     final layer norm after the last block) or post-norm order, as in
-    :class:`~texkit.modules.TransformerEncoder`.
+    :class:`~texkit.modules.TransformerEncoder`. The module docstring tells more about the call.
 
-    Call arguments (see also the module docstring):
+    Call arguments:
         inputs: ``[batch, time]`` token ids (with ``embedding``) or ``[batch, time, dim]`` word
             embeddings, starting with the start token (teacher forcing).
         sequence_length: ``[batch]`` valid lengths; logits and ``sample_id`` are zero past them.

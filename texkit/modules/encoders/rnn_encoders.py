@@ -297,7 +297,9 @@ class BidirectionalRNNEncoder(ModuleBase):
         >>> encoder = BidirectionalRNNEncoder({"rnn_cell_fw": {"kwargs": {"units": 32}}})
         >>> (out_fw, out_bw), (state_fw, state_bw) = encoder(
         ...     tf.zeros([2, 7, 16]), sequence_length=tf.constant([7, 3]))
-        >>> features = tf.concat([out_fw, out_bw], axis=-1)  # [2, 7, 64]
+        >>> features = tf.concat([out_fw, out_bw], axis=-1)
+        >>> features.shape, len(state_fw)  # an LSTM's state: [h, c]
+        (TensorShape([2, 7, 64]), 2)
     """
 
     HPARAMS_DOC = {
