@@ -472,7 +472,12 @@ def test_an_export_reloaded_in_a_fresh_process_predicts_the_same(tmp_path):
 
 def test_the_tpu_yaml_holds_valid_tpu_settings():
     path = os.path.join(
-        os.path.dirname(__file__), os.pardir, os.pardir, "hparams", "bert_classifier_tpu.yaml"
+        os.path.dirname(__file__),
+        os.pardir,
+        os.pardir,
+        "examples",
+        "bert_classifier",
+        "config_tpu.yaml",
     )
     hp = tx.HParams.from_yaml(path, tx.run.default_experiment_hparams())
     tx.run.run_config.check_run_hparams(hp.run)

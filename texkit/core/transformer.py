@@ -26,7 +26,7 @@ from texkit.core import fused
 from texkit.core.attention import MultiHeadAttention, dense_2d
 from texkit.core.dropout import dropout
 from texkit.core.layers import get_activation
-from texkit.errors import HParamsError
+from texkit.errors import HParamsError, hparams_scope
 from texkit.hparams import check_positive, check_positive_int, check_rate
 
 __all__ = [
@@ -65,14 +65,14 @@ def check_stack_hparams(hp: Any) -> None:
         raise HParamsError(f"expected one of {_NORMS}, got {hp.norm!r}", "norm")
     check_positive_int(hp, "dim", "num_blocks", "poswise_feedforward.dim")
     check_positive(hp, "layer_norm_epsilon")
-    attention = hp.multihead_attention
-    if attention.num_heads < 1 or (attention.num_units or hp.dim) % attention.num_heads:
-        raise HParamsError(
-            f"num_heads={attention.num_heads} must be positive and divide num_units="
-            f"{attention.num_units or hp.dim}",
-            "multihead_attention.num_heads",
-        )
-    check_rate(hp, "multihead_attention.dropout_rate", "embedding_dropout", "residual_dropout")
+    # multihead_attention.* is checked once, by MultiHeadAttention itself (see _attention).
+    check_rate(hp, "embedding_dropout", "residual_dropout")
+
+
+def _attention(hparams: Any, name: str, dtype: Any) -> MultiHeadAttention:
+    """A block's MultiHeadAttention; its errors name ``multihead_attention.<key>``."""
+    with hparams_scope("multihead_attention"):
+        return MultiHeadAttention(attention_hparams(hparams, name), dtype=dtype)
 
 
 class TransformerBlock(keras.layers.Layer):
@@ -91,9 +91,7 @@ class TransformerBlock(keras.layers.Layer):
         ffn = hp.poswise_feedforward
         self.norm = norm
         self.residual_dropout = hp.residual_dropout
-        self.self_attention = MultiHeadAttention(
-            attention_hparams(hp, "self_attention"), dtype=self.dtype_policy
-        )
+        self.self_attention = _attention(hp, "self_attention", self.dtype_policy)
         self.attention_norm = layer_norm(hp.layer_norm_epsilon, "attention_norm", self.dtype_policy)
         # The activation is applied by _feedforward: in training a fused one where there is one
         # (GELU: one XLA loop forward and one back instead of a dozen ops), else the same
@@ -149,9 +147,7 @@ class DecoderBlock(TransformerBlock):
         super().__init__(hparams, initializer, norm, **kwargs)
         self.cross_attention = None
         if cross:
-            self.cross_attention = MultiHeadAttention(
-                attention_hparams(hparams, "cross_attention"), dtype=self.dtype_policy
-            )
+            self.cross_attention = _attention(hparams, "cross_attention", self.dtype_policy)
             self.cross_attention_norm = layer_norm(
                 hparams.layer_norm_epsilon, "cross_attention_norm", self.dtype_policy
             )

@@ -150,12 +150,7 @@ class AttentionRNNDecoder(RNNDecoderBase):
     def _check_memory(self, memory: Any, memory_sequence_length: Any) -> tuple[Any, Any]:
         if memory is None:
             raise ValueError(f"{self.name}: needs `memory` [batch, memory_time, dim]")
-        memory = tf.cast(tf.convert_to_tensor(memory), self.compute_dtype)
-        if len(memory.shape) != 3 or memory.shape[-1] is None:
-            raise ValueError(
-                f"{self.name}: memory must be [batch, memory_time, dim] with a known dim, got "
-                f"shape {tuple(memory.shape)}"
-            )
+        memory = self._as_memory(memory)
         if memory_sequence_length is None:
             memory_sequence_length = tf.fill([batch_size_of(memory)], tf.shape(memory)[1])
         return memory, tf.cast(memory_sequence_length, tf.int32)

@@ -134,6 +134,31 @@ class DecoderBase(ModuleBase):
     def _parts_built(self, memory_shape: Any) -> bool:
         raise NotImplementedError
 
+    def _start_inference(self, embedding: Any, start_tokens: Any, end_token: Any, context: Any,
+                         context_sequence_length: Any, initial_state: Any, memory: Any,
+                         memory_sequence_length: Any, max_length: int, training: Any,
+                         beam_width: int | None) -> Inference:  # fmt: skip
+        """Builds the decoder if the call could not yet (the step input's size comes from
+        embedding the first tokens), then asks it for its :class:`Inference`."""
+        first = start_tokens if context is None else tf.convert_to_tensor(context)[:, 0]
+        self._ensure_built(self._input_size(None, embedding, first), memory)
+        return self._inference(
+            embedding, start_tokens, end_token, context, context_sequence_length, initial_state,
+            memory, memory_sequence_length, max_length, training, beam_width,
+        )  # fmt: skip
+
+    # --- memory ---------------------------------------------------------------------------------
+
+    def _as_memory(self, memory: Any) -> Any:
+        """``memory`` as a ``[batch, memory_time, dim]`` tensor in the compute dtype, checked."""
+        memory = tf.cast(tf.convert_to_tensor(memory), self.compute_dtype)
+        if len(memory.shape) != 3 or memory.shape[-1] is None:
+            raise ValueError(
+                f"{self.name}: memory must be [batch, memory_time, dim] with a known dim, got "
+                f"shape {tuple(memory.shape)}"
+            )
+        return memory
+
     # --- the call -------------------------------------------------------------------------------
 
     def _max_length(self, max_decoding_length: Any) -> int:
@@ -207,9 +232,7 @@ class DecoderBase(ModuleBase):
             decoding_strategy, start_tokens, end_token, context, initial_state
         )
         max_length = self._max_length(max_decoding_length)
-        first = start_tokens if context is None else tf.convert_to_tensor(context)[:, 0]
-        self._ensure_built(self._input_size(None, embedding, first), memory)
-        run = self._inference(
+        run = self._start_inference(
             embedding, start_tokens, end_token, context, context_sequence_length, initial_state,
             memory, memory_sequence_length, max_length, training, None,
         )  # fmt: skip
@@ -274,9 +297,7 @@ class DecoderBase(ModuleBase):
         )
         memory, memory_sequence_length = self._check_memory(memory, memory_sequence_length)
         max_length = self._max_length(max_decoding_length)
-        first = start_tokens if context is None else tf.convert_to_tensor(context)[:, 0]
-        self._ensure_built(self._input_size(None, embedding, first), memory)
-        run = self._inference(
+        run = self._start_inference(
             embedding, start_tokens, end_token, context, context_sequence_length, initial_state,
             memory, memory_sequence_length, max_length, False, beam_width,
         )  # fmt: skip

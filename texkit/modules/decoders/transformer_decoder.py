@@ -324,12 +324,7 @@ class TransformerDecoder(DecoderBase):
                 f"{self.name}: needs `memory` [batch, memory_time, dim] (set cross_attention: "
                 "false for a decoder-only language model)"
             )
-        memory = tf.cast(tf.convert_to_tensor(memory), self.compute_dtype)
-        if len(memory.shape) != 3 or memory.shape[-1] is None:
-            raise ValueError(
-                f"{self.name}: memory must be [batch, memory_time, dim] with a known dim, got "
-                f"shape {tuple(memory.shape)}"
-            )
+        memory = self._as_memory(memory)
         if memory_sequence_length is not None:
             memory_sequence_length = tf.cast(memory_sequence_length, tf.int32)
         return memory, memory_sequence_length
