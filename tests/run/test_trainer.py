@@ -90,6 +90,27 @@ def test_checkpoints_every_n_steps_keep_the_last_k_and_hparams_yaml(tmp_path):
     assert written.model.hparams.embedder.dim == 16  # the builder's defaults, resolved
 
 
+def test_a_resume_that_fails_leaves_the_runs_record_as_it_was(tmp_path):
+    tx.run.Trainer.from_hparams(experiment(str(tmp_path), train_steps=20)).train()
+    record = (tmp_path / "hparams.yaml").read_bytes()
+    # Another embedding size cannot restore the checkpoints; another interval cannot resume.
+    wider = experiment(str(tmp_path), train_steps=40)
+    wider["model"]["hparams"] = {"embedder": {"dim": 24}}
+    with pytest.raises((AssertionError, ValueError)):
+        tx.run.Trainer.from_hparams(wider).train()
+    with pytest.raises(tx.HParamsError, match="run.checkpoint_every_steps"):
+        tx.run.Trainer.from_hparams(
+            experiment(str(tmp_path), train_steps=40, checkpoint_every_steps=15)
+        ).train()
+    assert (tmp_path / "hparams.yaml").read_bytes() == record
+    assert not [name for name in os.listdir(tmp_path) if ".tmp-" in name]
+    # The record still describes the checkpoints: evaluating from it works.
+    again = tx.run.Trainer.from_hparams(
+        tx.HParams.from_yaml(tmp_path / "hparams.yaml", tx.run.default_experiment_hparams())
+    )
+    assert again.restore() == 20
+
+
 def test_train_steps_not_a_multiple_of_the_interval_end_with_a_checkpoint(tmp_path):
     trainer = tx.run.Trainer.from_hparams(experiment(str(tmp_path), train_steps=25))
     history = trainer.train()

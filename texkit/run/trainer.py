@@ -20,7 +20,8 @@ data an uninterrupted run would have seen (give the shuffle a seed). Keras'
 ``BackupAndRestore`` callback is not used for this: it resumes at an epoch's start but restarts
 the data from its beginning, and keeps one backup instead of the last K checkpoints.
 
-The whole resolved experiment is written to ``model_dir/hparams.yaml`` when training starts;
+The whole resolved experiment is written to ``model_dir/hparams.yaml`` when training starts,
+after the latest checkpoint (if any) was restored: a resume that fails leaves the record as it was;
 ``texkit evaluate|predict|export`` read it back.
 
 (About 500 lines: the Trainer class is one object whose methods share the strategy, the model,
@@ -33,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -245,6 +247,20 @@ class Trainer:
         self.step = checkpoint_step(path)
         return self.step
 
+    def _write_record(self) -> None:
+        """Writes ``model_dir/hparams.yaml`` whole or not at all (a temporary file, renamed)."""
+        model_dir = self.hparams.run.model_dir
+        tf.io.gfile.makedirs(model_dir)
+        path = os.path.join(model_dir, "hparams.yaml")
+        temporary = f"{path}.tmp-{uuid.uuid4().hex[:12]}"
+        try:
+            with tf.io.gfile.GFile(temporary, "w") as f:
+                f.write(self.hparams.to_yaml())
+            tf.io.gfile.rename(temporary, path, overwrite=True)
+        finally:
+            if tf.io.gfile.exists(temporary):
+                tf.io.gfile.remove(temporary)
+
     # -- data ------------------------------------------------------------------------------------
 
     def _input(self, split: str, start_step: int | None = None) -> Any:
@@ -281,10 +297,6 @@ class Trainer:
                 last good checkpoint, which is kept.
         """
         run = self.hparams.run
-        if run.model_dir and self.is_chief:
-            tf.io.gfile.makedirs(run.model_dir)
-            with tf.io.gfile.GFile(os.path.join(run.model_dir, "hparams.yaml"), "w") as f:
-                f.write(self.hparams.to_yaml())
         start = self.restore() if self.latest_checkpoint else 0
         if start and run.verbose:
             print(f"texkit: resuming from {self.latest_checkpoint} (step {start})")
@@ -295,6 +307,10 @@ class Trainer:
                 f"{interval}: resume with the checkpoint_every_steps of the run that wrote it",
                 "run.checkpoint_every_steps",
             )
+        if run.model_dir and self.is_chief:
+            # Only once the run can go on: a resume that fails leaves the record of the run
+            # that wrote the checkpoints as it was.
+            self._write_record()
         eval_every = interval if run.eval_every_steps is None else run.eval_every_steps
         evaluate = bool(eval_every) and "eval" in self.data
         guard = DivergenceGuard(run.steps_per_execution)
