@@ -383,6 +383,53 @@ def test_non_float_weights_are_refused_before_anything_loads(tmp_path):
     assert_unchanged(encoder, before)
 
 
+@pytest.mark.parametrize(
+    "key, value, named",
+    [
+        ("num_hidden_layers", 1_000_000, "num_hidden_layers=1000000"),
+        ("vocab_size", 10**12, "vocab_size=1000000000000, hidden_size=8, but"),
+        ("intermediate_size", 10**12, "intermediate_size=1000000000000"),
+        ("max_position_embeddings", 10**12, "position_embeddings"),
+        ("hidden_size", 10**6, "hidden_size=1000000"),
+    ],
+)
+@pytest.mark.parametrize("fmt", ["huggingface", "google"])
+def test_a_config_that_contradicts_its_weights_fails_before_building(tmp_path, fmt, key, value,
+                                                                     named):  # fmt: skip
+    config = {**TINY, key: value}
+    if key == "hidden_size":
+        config["num_attention_heads"] = 1
+    folder = str(tmp_path / fmt)
+    if fmt == "huggingface":
+        write_hf(folder, tiny_hf_state(), config)
+    else:
+        write_google_checkpoint(folder, tiny_hf_state(), config)
+    with pytest.raises(CheckpointError, match=re.escape(named)) as error:
+        BERTEncoder.from_pretrained(folder)
+    assert "nothing was built" in str(error.value)
+
+
+@pytest.mark.parametrize("fmt", ["huggingface", "google"])
+def test_non_finite_weights_are_refused_unless_allowed(tmp_path, fmt):
+    state = tiny_hf_state()
+    state["encoder.layer.1.output.dense.bias"][[0, 3]] = [np.nan, np.inf]
+    folder = str(tmp_path / fmt)
+    if fmt == "huggingface":
+        write_hf(folder, state)
+        name = "encoder.layer.1.output.dense.bias"
+    else:
+        write_google_checkpoint(folder, state, TINY)
+        name = "bert/encoder/layer_1/output/dense/bias"
+    encoder = tiny_encoder()
+    before = snapshot(encoder)
+    with pytest.raises(CheckpointError, match=re.escape(f"'{name}' holds 2 NaN or infinite")):
+        load_bert_checkpoint(encoder, folder)
+    assert_unchanged(encoder, before)
+    loaded = BERTEncoder.from_pretrained(folder, allow_non_finite=True)
+    bias = loaded.encoder.blocks[1].ffn_output.bias.numpy()
+    assert np.isnan(bias[0]) and np.isinf(bias[3])
+
+
 def test_truncated_google_data_file_loads_nothing(tmp_path):
     folder = str(tmp_path / "google")
     state = tiny_hf_state()

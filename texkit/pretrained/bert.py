@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -60,6 +61,7 @@ from texkit.pretrained.checkpoints import (
 
 __all__ = [
     "bert_hparams_from_config",
+    "check_config_against_weights",
     "detect_format",
     "encoder_from_pretrained",
     "load_bert_checkpoint",
@@ -197,16 +199,23 @@ def merge_user_hparams(config: dict, hparams: Any, source: str) -> dict:
     return {**config, **user}
 
 
-def encoder_from_pretrained(cls: type, path: Any, hparams: Any = None, **kwargs: Any) -> Any:
-    """Implements ``BERTEncoder.from_pretrained``: builds from the config, then loads."""
+def encoder_from_pretrained(
+    cls: type, path: Any, hparams: Any = None, *, allow_non_finite: bool = False, **kwargs: Any
+) -> Any:
+    """Implements ``BERTEncoder.from_pretrained``: checks the config against the weights'
+    shapes, builds from the config, then loads (``allow_non_finite``: see
+    :func:`load_bert_checkpoint`)."""
     path = resolve_checkpoint(path)
     config = read_bert_config(path)
+    check_config_against_weights(config, path)
     encoder = cls(merge_user_hparams(config, hparams, path), **kwargs)
-    encoder.load_report = load_bert_checkpoint(encoder, path)
+    encoder.load_report = load_bert_checkpoint(encoder, path, allow_non_finite=allow_non_finite)
     return encoder
 
 
-def model_from_pretrained(cls: type, path: Any, hparams: Any = None, **kwargs: Any) -> Any:
+def model_from_pretrained(
+    cls: type, path: Any, hparams: Any = None, *, allow_non_finite: bool = False, **kwargs: Any
+) -> Any:
     """Implements ``from_pretrained`` of a model whose ``encoder`` is a BERT encoder
     (``BERTClassifier``, ``BERTPretrainer``): the encoder's hparams come from the checkpoint's
     config (``hparams["encoder"]`` may only agree with them, or set dropout rates and names);
@@ -214,10 +223,52 @@ def model_from_pretrained(cls: type, path: Any, hparams: Any = None, **kwargs: A
     path = resolve_checkpoint(path)
     hparams = dict(hparams.todict() if hasattr(hparams, "todict") else hparams or {})
     config = read_bert_config(path)
+    check_config_against_weights(config, path)
     hparams["encoder"] = merge_user_hparams(config, hparams.get("encoder"), path)
     model = cls(hparams, **kwargs)
-    model.load_report = load_bert_checkpoint(model, path)
+    model.load_report = load_bert_checkpoint(model, path, allow_non_finite=allow_non_finite)
     return model
+
+
+# The sizes a config sets, and the weight (texkit path, as in the name table) that shows each in
+# its shape (Keras layout): checked before anything is built, so a config that contradicts its
+# weights fails at once instead of building, say, a million layers or a 10^12-row table.
+_SIZED_WEIGHTS = (
+    (("vocab_size", "hidden_size"), "word_embedder.embedding"),
+    (("type_vocab_size", "hidden_size"), "segment_embedder.embedding"),
+    (("max_position_embeddings", "hidden_size"), "position_embedder.embedding"),
+    (("hidden_size", "intermediate_size"), "encoder.blocks.0.ffn_inner.kernel"),
+)
+_LAYER_INDEX = re.compile(r"(?:^|[./])layer[._](\d+)[./]")
+
+
+def check_config_against_weights(config: Mapping[str, Any], path: str) -> None:
+    """Raises :class:`CheckpointError` naming the config key when the checkpoint's config and
+    its weights disagree on a size (the vocabulary, the hidden, position, segment and
+    feed-forward sizes, the number of layers). Only the weights' shapes are read."""
+    reader = _reader(path)
+    rows = {row[0]: row for row in bert_name_table(1)}
+    for keys, attribute in _SIZED_WEIGHTS:
+        _, google_name, hf_name, layout = rows[attribute]
+        names = [google_name] if reader.format == GOOGLE else _hf_candidates(hf_name)
+        found = [name for name in names if name in reader.shapes]
+        if not found:
+            continue  # the loader names what is missing
+        expected = stored_shape(tuple(config[key] for key in keys), layout, reader.format)
+        stored = reader.shapes[found[0]]
+        if tuple(stored) != expected:
+            said = ", ".join(f"{key}={config[key]!r}" for key in keys)
+            raise CheckpointError(
+                f"{path}: the config says {said}, but {found[0]!r} has shape {list(stored)} "
+                "(a config that contradicts its weights; nothing was built)"
+            )
+    layers = {int(m.group(1)) for name in reader.shapes for m in [_LAYER_INDEX.search(name)] if m}
+    if layers and layers != set(range(config["num_hidden_layers"])):
+        raise CheckpointError(
+            f"{path}: the config says num_hidden_layers={config['num_hidden_layers']!r}, but the "
+            f"checkpoint holds layers {min(layers)}..{max(layers)} ({len(layers)} of them; "
+            "nothing was built)"
+        )
 
 
 def tokenizer_from_pretrained(
@@ -321,7 +372,9 @@ def _ensure_built(model: Any, encoder: Any, heads: Mapping[str, Any]) -> None:
             head.build((None, None, encoder.output_size))
 
 
-def load_bert_checkpoint(model: Any, path: str | os.PathLike) -> LoadReport:
+def load_bert_checkpoint(
+    model: Any, path: str | os.PathLike, *, allow_non_finite: bool = False
+) -> LoadReport:
     """Loads a BERT checkpoint folder into ``model``, all or nothing.
 
     Args:
@@ -330,13 +383,16 @@ def load_bert_checkpoint(model: Any, path: str | os.PathLike) -> LoadReport:
             its ``mlm_head`` and ``nsp_head``, if any, load when the checkpoint has them.
         path: a Google TF or Hugging Face BERT folder (see the module docstring), or the name
             of a packaged checkpoint (:func:`resolve_checkpoint`).
+        allow_non_finite: load weights that hold NaN or infinite values; by default such a
+            weight is an error (a corrupt or diverged checkpoint), and nothing is loaded.
 
     Returns:
         a :class:`LoadReport`.
 
     Raises:
-        CheckpointError: a missing or unreadable file, a missing or unknown encoder variable, or
-            a shape mismatch; the message names the variables. The model is unchanged.
+        CheckpointError: a missing or unreadable file, a missing or unknown encoder variable, a
+            shape mismatch, or non-finite values; the message names the variables. The model
+            is unchanged.
     """
     path = resolve_checkpoint(path)
     encoder, heads = _parts(model)
@@ -375,6 +431,12 @@ def load_bert_checkpoint(model: Any, path: str | os.PathLike) -> LoadReport:
             value = reader.read(name)
             if value.dtype.kind != "f":
                 problems.append(f"{name!r} holds {value.dtype}, not floating-point weights")
+                continue
+            if not allow_non_finite and not np.isfinite(value).all():
+                problems.append(
+                    f"{name!r} holds {int((~np.isfinite(value)).sum())} NaN or infinite values "
+                    "(allow_non_finite=True loads them)"
+                )
                 continue
             value = to_keras_layout(value, layout, fmt).astype(variable.dtype)
             plan.append((variable, value))

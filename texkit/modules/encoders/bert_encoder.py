@@ -196,7 +196,12 @@ class BERTEncoder(ModuleBase):
             hparams: optional overrides, e.g. dropout rates or ``name``. A value that contradicts
                 the checkpoint's config (``hidden_size``, ``num_hidden_layers``, ...) is an
                 error.
-            **kwargs: Keras layer arguments (e.g. ``dtype="mixed_bfloat16"``).
+            **kwargs: Keras layer arguments (e.g. ``dtype="mixed_bfloat16"``), and
+                ``allow_non_finite=True`` to load weights holding NaN or infinite values (an
+                error by default).
+
+        The config's sizes are checked against the weights' shapes before anything is built;
+        loading is all or nothing (:func:`texkit.pretrained.load_bert_checkpoint`).
         """
         return registry.loader_for(cls)(cls, path, hparams, **kwargs)
 
