@@ -1,6 +1,8 @@
 """Text datasets on real files in a temporary folder, checked against Python's own reading."""
 
+import gzip
 import re
+import zlib
 
 import numpy as np
 import pytest
@@ -515,3 +517,25 @@ def test_tfds_classification_dataset(tmp_path):
                 "datasets": [{"data_type": "int", "data_name": "y", "tfds_feature": "labels"}],
             }
         )
+
+
+@pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
+def test_a_truncated_or_corrupt_compressed_file_is_an_error_naming_it(files, compression):
+    lines = [f"{WORDS[i % len(WORDS)]} {i}" for i in range(5000)]
+    data = "".join(f"{line}\n" for line in lines).encode()
+    packed = gzip.compress(data) if compression == "GZIP" else zlib.compress(data)
+    folder = files["dir"]
+    whole, cut, corrupt = (folder / name for name in ("whole", "cut", "corrupt"))
+    whole.write_bytes(packed)
+    cut.write_bytes(packed[: len(packed) // 2])
+    middle = len(packed) // 2
+    corrupt.write_bytes(packed[:middle] + bytes(b ^ 0xFF for b in packed[middle:]))
+    read = mono({**files, "text": str(whole)}, compression_type=compression)
+    assert read.report.examples == 5000  # the check reads the whole file, and rejects nothing
+    # TensorFlow itself reads the cut file up to the cut without an error:
+    partial = tf.data.TextLineDataset(str(cut), compression_type=compression)
+    assert 0 < int(partial.reduce(0, lambda n, _: n + 1)) < 5000
+    with pytest.raises(ValueError, match=rf"'dataset\.files': {cut} ends before .*truncated"):
+        mono({**files, "text": str(cut)}, compression_type=compression)
+    with pytest.raises(ValueError, match=rf"{corrupt} is not readable {compression} data"):
+        mono({**files, "text": str(corrupt)}, compression_type=compression)

@@ -36,7 +36,8 @@ class Field:
     def read(self, paths: Sequence[str], numbered: bool) -> tf.data.Dataset:
         """The raw records of ``paths``, with ``numbered``: ``(file_index, line_number, raw)``."""
         compression = self.hparams.compression_type
-        if numbered:
+        if numbered:  # the scan: a truncated compressed file is an error, not a short read
+            sources.check_compressed_files(paths, compression, f"{self.key}.files")
             return sources.numbered_lines(paths, compression, self.reader)
         return self.reader(list(paths), compression_type=compression)
 

@@ -17,6 +17,9 @@ Every line of a text file goes through the same checks, in the graph:
 * **scalar files**: a line that is not a number of the declared type is an error at construction,
   naming the file and line (a label is never guessed).
 * **missing files**: an error naming the path or pattern.
+* **truncated or corrupt compressed files** (``compression_type: GZIP`` or ``ZLIB``): an error
+  naming the file. TensorFlow's readers return the lines of a truncated stream up to the cut
+  without a word, so the scan reads each compressed file through to its end marker first.
 * **aligned files** (paired or multi-aligned data): files whose line counts differ are an error
   naming every file and its count; an example dropped on one side is dropped on all sides.
 
@@ -28,12 +31,22 @@ skipped or repaired). Nothing is dropped without being counted.
 
 from __future__ import annotations
 
+import gzip
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
 import tensorflow as tf
 
-__all__ = ["check_files", "normalize_lines", "numbered_lines", "tfds_examples"]
+__all__ = [
+    "check_compressed_files",
+    "check_files",
+    "normalize_lines",
+    "numbered_lines",
+    "tfds_examples",
+]
+
+_CHUNK = 1 << 20
 
 
 def check_files(patterns: Sequence[str], key: str) -> list[str]:
@@ -54,6 +67,52 @@ def check_files(patterns: Sequence[str], key: str) -> list[str]:
         else:
             paths.append(pattern)
     return paths
+
+
+def check_compressed_files(paths: Sequence[str], compression_type: str, key: str) -> None:
+    """Reads every ``GZIP`` or ``ZLIB`` file of ``paths`` through to the end of its stream.
+
+    Raises:
+        ValueError: a file is truncated (its stream ends before its end marker) or corrupt,
+            naming the file and ``key``.
+    """
+    if compression_type not in ("GZIP", "ZLIB"):
+        return
+    for path in paths:
+        try:
+            with tf.io.gfile.GFile(path, "rb") as raw:
+                complete = _read_gzip(raw) if compression_type == "GZIP" else _read_zlib(raw)
+        except (OSError, EOFError, zlib.error) as error:
+            raise ValueError(
+                f"hparams '{key}': {path} is not readable {compression_type} data ({error})"
+            ) from None
+        if not complete:
+            raise ValueError(
+                f"hparams '{key}': {path} ends before the end of its {compression_type} stream: "
+                "the file is truncated (TensorFlow would read it up to the cut without an error)"
+            )
+
+
+def _read_gzip(raw: Any) -> bool:
+    try:
+        with gzip.GzipFile(fileobj=raw) as stream:
+            while stream.read(_CHUNK):
+                pass
+    except EOFError:  # "Compressed file ended before the end-of-stream marker was reached"
+        return False
+    return True
+
+
+def _read_zlib(raw: Any) -> bool:
+    stream = zlib.decompressobj()
+    while chunk := raw.read(_CHUNK):
+        data = chunk
+        while data:  # bounded output per call: a highly compressed file never fills memory
+            stream.decompress(data, _CHUNK)
+            data = stream.unconsumed_tail
+        if stream.eof:
+            break
+    return stream.eof
 
 
 def numbered_lines(

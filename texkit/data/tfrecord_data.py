@@ -208,6 +208,7 @@ class TFRecordData(DataBase):
     def _scan(self) -> InputReport:
         field = self._fields[0]
         paths = sources.check_files(list(field.hparams.files), "dataset.files")
+        sources.check_compressed_files(paths, field.hparams.compression_type, "dataset.files")
         total = 0
         for path in paths:
             records = tf.data.TFRecordDataset(path, compression_type=field.hparams.compression_type)
