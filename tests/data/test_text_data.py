@@ -99,7 +99,12 @@ def test_default_policy_on_a_bad_file(files):
     assert data.num_examples == 4
     field = report.fields[0]
     assert field.records == 6
-    assert dict(field.counts) == {"invalid_utf8": 1, "empty": 2, "too_long": 1}
+    assert dict(field.counts) == {
+        "invalid_utf8": 1,
+        "empty": 2,
+        "too_long": 1,
+        "byte_order_mark": 0,
+    }
     assert field.actions["invalid_utf8"] == "replaced with U+FFFD"
     assert "2 empty (skipped)" in str(report) and "1 too long (truncated)" in str(report)
 
@@ -539,3 +544,33 @@ def test_a_truncated_or_corrupt_compressed_file_is_an_error_naming_it(files, com
         mono({**files, "text": str(cut)}, compression_type=compression)
     with pytest.raises(ValueError, match=rf"{corrupt} is not readable {compression} data"):
         mono({**files, "text": str(corrupt)}, compression_type=compression)
+
+
+def test_a_byte_order_mark_is_removed_and_counted(files):
+    text = files["dir"] / "bom.txt"
+    text.write_bytes(b"\xef\xbb\xbfa cat\r\nthe cat\r\n")
+    data = mono({**files, "text": str(text)})
+    assert [e["text"] for e in examples(data)] == [
+        ["<BOS>", "a", "cat", "<EOS>"],
+        ["<BOS>", "the", "cat", "<EOS>"],
+    ]
+    assert data.report.fields[0].counts["byte_order_mark"] == 1
+    assert "1 byte order mark (removed)" in str(data.report)
+
+
+@pytest.mark.parametrize(
+    "content, line, reason",
+    [
+        (b"a cat\nthe\rcat\n", 2, "carriage return"),  # a stray \r would glue two words
+        (b"a cat\rthe cat\r", 1, "carriage return"),  # old Mac endings: one line
+        (b"a cat\nthe cat\x00\n", 2, "NUL byte"),
+        ("a cat\nthe cat\n".encode("utf-16"), 1, "NUL byte"),  # UTF-16 text
+    ],
+)
+def test_carriage_returns_nul_bytes_and_utf16_are_errors_naming_file_and_line(
+    files, content, line, reason
+):
+    text = files["dir"] / "broken.txt"
+    text.write_bytes(content)
+    with pytest.raises(ValueError, match=rf"{text}:{line}: the line holds a {reason}"):
+        mono({**files, "text": str(text)})

@@ -47,11 +47,19 @@ def test_custom_special_tokens_and_counts_after_a_tab_and_crlf(tmp_path):
         (b"a\nb\na\n", r"v.txt:3: token 'a' is already on line 1"),
         (b"a\n\nb\n", r"v.txt:2: empty vocabulary entry"),
         (b"a\n\xffb\n", r"v.txt:2: the vocabulary entry is not valid UTF-8"),
+        (b"a\nNew York \n", r"v.txt:2: the vocabulary entry 'New York ' begins or ends with"),
+        (b"", r"v.txt: the vocabulary file holds no tokens"),
     ],
 )
 def test_bad_vocabulary_files_name_the_line(tmp_path, content, message):
     with pytest.raises(ValueError, match=message):
         Vocab(write(tmp_path / "v.txt", content))
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_token(tmp_path):
+    vocab = Vocab(write(tmp_path / "v.txt", b"\xef\xbb\xbfthe\r\ncat\r\n"))
+    assert vocab.tokens[4:] == ["the", "cat"]
+    assert vocab.map_tokens_to_ids_py(["the"]).tolist() == [4]
 
 
 def test_missing_file_and_bad_special_tokens(tmp_path):

@@ -28,6 +28,7 @@ class Field:
         self.name, self.key, self.hparams = name, key, hparams
 
     reader: Any = tf.data.TextLineDataset  # reads the records of this field's files
+    reads_text = True  # whether the files are lines of text (checked for stray \r)
 
     def paths(self) -> list[str]:
         """The files to read, patterns expanded; a missing file is an error naming it."""
@@ -36,8 +37,8 @@ class Field:
     def read(self, paths: Sequence[str], numbered: bool) -> tf.data.Dataset:
         """The raw records of ``paths``, with ``numbered``: ``(file_index, line_number, raw)``."""
         compression = self.hparams.compression_type
-        if numbered:  # the scan: a truncated compressed file is an error, not a short read
-            sources.check_compressed_files(paths, compression, f"{self.key}.files")
+        if numbered:  # the scan: what TensorFlow's readers would hide is an error here
+            sources.check_raw_files(paths, compression, f"{self.key}.files", self.reads_text)
             return sources.numbered_lines(paths, compression, self.reader)
         return self.reader(list(paths), compression_type=compression)
 

@@ -32,6 +32,7 @@ skipped or repaired). Nothing is dropped without being counted.
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -39,8 +40,10 @@ from typing import Any
 import tensorflow as tf
 
 __all__ = [
-    "check_compressed_files",
+    "check_raw_files",
     "check_files",
+    "line_flaw_message",
+    "line_flaws",
     "normalize_lines",
     "numbered_lines",
     "tfds_examples",
@@ -69,50 +72,84 @@ def check_files(patterns: Sequence[str], key: str) -> list[str]:
     return paths
 
 
-def check_compressed_files(paths: Sequence[str], compression_type: str, key: str) -> None:
-    """Reads every ``GZIP`` or ``ZLIB`` file of ``paths`` through to the end of its stream.
+def check_raw_files(
+    paths: Sequence[str], compression_type: str, key: str, text: bool = True
+) -> None:
+    """One pass over each file's bytes (decompressed), for what TensorFlow's readers hide.
+
+    * A ``GZIP`` or ``ZLIB`` stream that ends before its end marker (a truncated file) or does
+      not decompress: TensorFlow reads a truncated stream's lines up to the cut without a word.
+    * With ``text``, a carriage return that does not end a line (before ``\\n``, or at the end
+      of the file): TensorFlow's line reader deletes every ``\\r``, so old Mac (``\\r``-only)
+      files would read as one line and a stray ``\\r`` would glue two words together.
 
     Raises:
-        ValueError: a file is truncated (its stream ends before its end marker) or corrupt,
-            naming the file and ``key``.
+        ValueError: naming the file (and line) and ``key``.
     """
-    if compression_type not in ("GZIP", "ZLIB"):
-        return
     for path in paths:
         try:
             with tf.io.gfile.GFile(path, "rb") as raw:
-                complete = _read_gzip(raw) if compression_type == "GZIP" else _read_zlib(raw)
-        except (OSError, EOFError, zlib.error) as error:
-            raise ValueError(
-                f"hparams '{key}': {path} is not readable {compression_type} data ({error})"
-            ) from None
-        if not complete:
+                chunks = _chunks(raw, compression_type)
+                line = _stray_carriage_return(chunks) if text else _read_all(chunks)
+        except EOFError:
             raise ValueError(
                 f"hparams '{key}': {path} ends before the end of its {compression_type} stream: "
                 "the file is truncated (TensorFlow would read it up to the cut without an error)"
+            ) from None
+        except (OSError, zlib.error) as error:
+            raise ValueError(
+                f"hparams '{key}': {path} is not readable {compression_type or 'text'} data "
+                f"({error})"
+            ) from None
+        if line is not None:
+            raise ValueError(
+                f"{path}:{line}: the line holds a carriage return (\\r) that does not end it: old "
+                "Mac line endings or a stray \\r; convert the file to \\n (or \\r\\n) line "
+                f"endings (hparams '{key}')"
             )
 
 
-def _read_gzip(raw: Any) -> bool:
-    try:
+def _chunks(raw: Any, compression_type: str) -> Any:
+    """The file's bytes, decompressed, in chunks; ``EOFError`` if a stream is cut short."""
+    if compression_type == "GZIP":
         with gzip.GzipFile(fileobj=raw) as stream:
-            while stream.read(_CHUNK):
-                pass
-    except EOFError:  # "Compressed file ended before the end-of-stream marker was reached"
-        return False
-    return True
-
-
-def _read_zlib(raw: Any) -> bool:
+            while chunk := stream.read(_CHUNK):
+                yield chunk
+        return
+    if compression_type != "ZLIB":
+        while chunk := raw.read(_CHUNK):
+            yield chunk
+        return
     stream = zlib.decompressobj()
-    while chunk := raw.read(_CHUNK):
-        data = chunk
-        while data:  # bounded output per call: a highly compressed file never fills memory
-            stream.decompress(data, _CHUNK)
-            data = stream.unconsumed_tail
-        if stream.eof:
-            break
-    return stream.eof
+    while not stream.eof and (chunk := raw.read(_CHUNK)):
+        while chunk:  # bounded output per call: a highly compressed file never fills memory
+            yield stream.decompress(chunk, _CHUNK)
+            chunk = stream.unconsumed_tail
+    if not stream.eof:
+        raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+
+
+def _read_all(chunks: Any) -> None:
+    for _ in chunks:
+        pass
+
+
+_STRAY_CR = re.compile(rb"\r(?!\n)")
+
+
+def _stray_carriage_return(chunks: Any) -> int | None:
+    """The 1-based line of the first ``\\r`` not followed by ``\\n`` (``None``: there is none)."""
+    lines_before, carry = 0, b""
+    for chunk in chunks:
+        data = carry + chunk
+        # A \r that ends the chunk is judged with the next chunk's first byte.
+        carry = b"\r" if data.endswith(b"\r") else b""
+        body = data[:-1] if carry else data
+        found = _STRAY_CR.search(body)
+        if found:
+            return lines_before + body.count(b"\n", 0, found.start()) + 1
+        lines_before += body.count(b"\n")
+    return None
 
 
 def numbered_lines(
@@ -138,17 +175,65 @@ def normalize_lines(lines: Any) -> tuple[Any, Any, Any]:
     """Applies the line policy's repairs to a string tensor of any shape.
 
     Returns:
-        ``(lines, invalid_utf8, empty)``: the lines without a trailing ``\\r`` and with invalid
-        UTF-8 replaced by U+FFFD; whether each line had invalid UTF-8; whether it is empty or
-        whitespace only.
+        ``(lines, invalid_utf8, empty)``: the lines without a trailing ``\\r`` or a leading
+        UTF-8 byte-order mark, and with invalid UTF-8 replaced by U+FFFD; whether each line had
+        invalid UTF-8; whether it is empty or whitespace only.
     """
     lines = tf.strings.regex_replace(lines, "\r$", "")
+    lines = _without_bom(lines)
     repaired = tf.strings.unicode_transcode(
         lines, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
     )
     invalid = tf.not_equal(repaired, lines)
     empty = tf.equal(tf.strings.length(tf.strings.strip(repaired)), 0)
     return repaired, invalid, empty
+
+
+_BOM = b"\xef\xbb\xbf"  # U+FEFF in UTF-8
+
+
+def _starts_with_bom(lines: Any) -> Any:
+    # Compared as bytes: RE2 matches code points, not bytes.
+    return tf.equal(tf.strings.substr(lines, 0, len(_BOM)), _BOM)
+
+
+def _without_bom(lines: Any) -> Any:
+    # Substr's position must lie within every string: lines without a mark get one to cut.
+    marked = tf.where(_starts_with_bom(lines), lines, tf.strings.join([_BOM, lines]))
+    return tf.strings.substr(marked, len(_BOM), -1)
+
+
+def line_flaws(raw: Any) -> dict[str, Any]:
+    """What the policy counts or refuses in raw lines (a string tensor of any shape).
+
+    * ``bom``: a UTF-8 byte-order mark at the start (a file's first line, as some editors write
+      it); :func:`normalize_lines` removes it. Counted.
+    * ``nul``: a NUL byte: a binary file, or UTF-16 text (whose ASCII characters each hold one).
+      An error.
+
+    (Carriage returns inside lines never reach the graph: TensorFlow's line reader deletes them;
+    :func:`check_raw_files` finds them in the files.)
+    """
+    return {
+        "bom": _starts_with_bom(raw),
+        "nul": _holds_nul(raw),
+    }
+
+
+def _holds_nul(raw: Any) -> Any:
+    # A literal split works on bytes (RE2 matches nothing in a line that is not valid UTF-8).
+    parts = tf.strings.split(tf.reshape(raw, [-1]), sep="\x00").row_lengths()
+    return tf.reshape(parts > 1, tf.shape(raw))
+
+
+def line_flaw_message(record: bytes) -> str | None:
+    """Why a raw line is refused by the policy (``None`` if it is not)."""
+    if b"\x00" in record:
+        return (
+            "the line holds a NUL byte: a binary file, or UTF-16 text? texkit reads UTF-8 text "
+            "(convert the file, e.g. with iconv -f UTF-16 -t UTF-8)"
+        )
+    return None
 
 
 def tfds_examples(name: str, split: str, data_dir: str | None, key: str) -> tf.data.Dataset:

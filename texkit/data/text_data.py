@@ -141,6 +141,7 @@ class TextField(Field):
 
     def check(self, raw: Any) -> tuple[Any, dict[str, Any], Any, Any]:
         hp = self.hparams
+        flaws = sources.line_flaws(raw)
         lines, invalid, empty = sources.normalize_lines(raw)
         too_long = tf.zeros_like(empty)
         if hp.max_seq_length is not None:
@@ -150,11 +151,19 @@ class TextField(Field):
         skip = tf.logical_or(skip, tf.logical_and(empty, hp.empty_line_mode == "skip"))
         skip = tf.logical_or(skip, tf.logical_and(invalid, hp.invalid_utf8_mode == "skip"))
         error = tf.logical_and(invalid, hp.invalid_utf8_mode == "error")
-        found = {"invalid_utf8": invalid, "empty": empty, "too_long": too_long}
+        error = error | flaws["nul"]
+        found = {
+            "invalid_utf8": invalid,
+            "empty": empty,
+            "too_long": too_long,
+            "byte_order_mark": flaws["bom"],
+        }
         return lines, found, skip, error
 
     def error_message(self, record: bytes) -> str:
-        return "the line is not valid UTF-8 (invalid_utf8_mode is 'error')"
+        return sources.line_flaw_message(record) or (
+            "the line is not valid UTF-8 (invalid_utf8_mode is 'error')"
+        )
 
     def actions(self) -> dict[str, str]:
         hp = self.hparams
@@ -164,6 +173,7 @@ class TextField(Field):
             "invalid_utf8": utf8[hp.invalid_utf8_mode],
             "empty": "skipped" if hp.empty_line_mode == "skip" else "kept",
             "too_long": length[hp.length_filter_mode],
+            "byte_order_mark": "removed",
         }
 
     def _tokens(self, clean: Any) -> Any:

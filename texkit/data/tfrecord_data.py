@@ -113,6 +113,7 @@ class TFRecordField(Field):
     """The records of TFRecord files, parsed into the declared features."""
 
     reader = tf.data.TFRecordDataset
+    reads_text = False
 
     def __init__(self, name: str, key: str, hparams: Any):
         super().__init__(name, key, hparams)
@@ -208,7 +209,7 @@ class TFRecordData(DataBase):
     def _scan(self) -> InputReport:
         field = self._fields[0]
         paths = sources.check_files(list(field.hparams.files), "dataset.files")
-        sources.check_compressed_files(paths, field.hparams.compression_type, "dataset.files")
+        sources.check_raw_files(paths, field.hparams.compression_type, "dataset.files", text=False)
         total = 0
         for path in paths:
             records = tf.data.TFRecordDataset(path, compression_type=field.hparams.compression_type)

@@ -64,14 +64,26 @@ def _read_vocab_file(filename: str) -> list[str]:
         raw_lines = f.read().split(b"\n")
     if raw_lines and raw_lines[-1] == b"":
         raw_lines.pop()
+    if raw_lines and raw_lines[0].startswith(_BOM):  # an encoding mark, not part of the token
+        raw_lines[0] = raw_lines[0][len(_BOM) :]
     tokens = []
     for number, raw in enumerate(raw_lines, start=1):
         # Anything after a tab is ignored, so "token<TAB>count" files work as they are.
         token = _decode(raw.rstrip(b"\r").split(b"\t", 1)[0], filename, number)
         if not token.strip():
             raise ValueError(f"{filename}:{number}: empty vocabulary entry")
+        if token != token.strip():
+            raise ValueError(
+                f"{filename}:{number}: the vocabulary entry {token!r} begins or ends with "
+                "whitespace, so no token split from text can ever match it"
+            )
         tokens.append(token)
+    if not tokens:
+        raise ValueError(f"{filename}: the vocabulary file holds no tokens")
     return tokens
+
+
+_BOM = b"\xef\xbb\xbf"  # U+FEFF in UTF-8
 
 
 class Vocab:
@@ -84,8 +96,10 @@ class Vocab:
 
     Raises:
         FileNotFoundError: the file does not exist.
-        ValueError: an empty or non-UTF-8 line, a token listed twice (naming both lines), or
-            special tokens that are not four distinct non-empty strings.
+        ValueError: an empty file, an empty or non-UTF-8 line, an entry that begins or ends
+            with whitespace, a token listed twice (naming both lines), or special tokens that
+            are not four distinct non-empty strings. A UTF-8 byte-order mark at the start of
+            the file is removed.
 
     Example::
 
