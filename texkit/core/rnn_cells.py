@@ -23,7 +23,7 @@ and resets them after each call, including through these wrappers and through
 * after the last step, :func:`reset_dropout_masks` ``(cell)``, so the next batch of sequences
   draws new masks.
 
-(About 430 lines: the wrappers and the mask protocol they keep belong together.)
+(About 440 lines: the wrappers and the mask protocol they keep belong together.)
 """
 
 from __future__ import annotations

@@ -17,7 +17,12 @@ loaded) comes from exactly one checkpoint entry; shapes must agree; an entry und
 own names that the table does not know (e.g. a ``layer_12`` in a 12-layer config) is an error.
 All entries are read and checked before any weight is assigned, so after an error the model is
 exactly as it was. Entries outside the encoder (other heads, optimizer state) are reported in
-the returned :class:`LoadReport`, not loaded.
+the returned :class:`LoadReport`, not loaded. Before anything is built, the config's sizes are
+checked against the weights' shapes (:func:`check_config_against_weights`).
+
+(About 480 lines: BERT's folder formats, config translation, checks and loading are one family's
+reading; the name tables are data in ``bert_names.py``, what families share in
+``checkpoints.py``.)
 """
 
 from __future__ import annotations

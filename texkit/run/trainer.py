@@ -24,7 +24,7 @@ The whole resolved experiment is written to ``model_dir/hparams.yaml`` when trai
 after the latest checkpoint (if any) was restored: a resume that fails leaves the record as it was;
 ``texkit evaluate|predict|export`` read it back.
 
-(About 500 lines: the Trainer class is one object whose methods share the strategy, the model,
+(About 520 lines: the Trainer class is one object whose methods share the strategy, the model,
 the checkpoint manager and the data; its settings, callbacks and export live beside it in
 ``run_config.py``, ``callbacks.py`` and ``export.py``.)
 """
