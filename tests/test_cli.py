@@ -192,3 +192,25 @@ def test_evaluate_without_a_checkpoint_says_so(tmp_path, capsys):
     config = _write_experiment(tmp_path)
     assert main(["evaluate", config, "--include", TOY]) == 2
     assert "no checkpoint" in capsys.readouterr().err
+
+
+def test_a_missing_or_broken_checkpoint_is_one_line_naming_it(tmp_path, capsys):
+    config = _write_experiment(tmp_path)
+    assert main(["train", config, "run.train_steps=20", "--include", TOY]) == 0
+    written = str(tmp_path / "model" / "hparams.yaml")
+    model_dir = tmp_path / "model"
+    capsys.readouterr()
+    missing = str(model_dir / "ckpt-999")
+    broken = model_dir / "ckpt-20.data-00000-of-00001"
+    cases = [
+        (missing, f"checkpoint {missing!r} does not exist"),
+        (str(model_dir), "is not a texkit checkpoint"),
+    ]
+    for checkpoint, expected in cases:
+        assert main(["evaluate", written, "--checkpoint", checkpoint, "--include", TOY]) == 2
+        error = capsys.readouterr().err
+        assert expected in error and "Traceback" not in error, error
+    broken.write_bytes(broken.read_bytes()[:100])  # truncated
+    assert main(["evaluate", written, "--include", TOY]) == 2
+    error = capsys.readouterr().err
+    assert "ckpt-20' cannot be restored into this model" in error and "Traceback" not in error

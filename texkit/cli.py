@@ -251,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         return _print_hparams(args.name, args.overrides)
     try:
         return _run_command(args)
-    except (HParamsError, FileNotFoundError, FileExistsError, KeyError) as error:
+    except (ValueError, FileNotFoundError, FileExistsError, KeyError) as error:
+        # ValueError covers HParamsError and unreadable checkpoints: each names what to fix.
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"texkit {args.command}: {message}", file=sys.stderr)
         return 2

@@ -238,13 +238,28 @@ class Trainer:
         """Loads a checkpoint (default: the latest) into the model and optimizer; returns its step.
 
         Raises:
-            FileNotFoundError: no checkpoint was given and ``model_dir`` has none.
+            FileNotFoundError: no checkpoint was given and ``model_dir`` has none, or the given
+                one does not exist.
+            ValueError: the checkpoint is not a texkit ``ckpt-<step>``, is unreadable, or does not
+                match the model; the message names it, and the model may not be used.
         """
         path = checkpoint or self.latest_checkpoint
         if path is None:
             raise FileNotFoundError(f"no checkpoint in {self.hparams.run.model_dir!r}")
-        self._checkpoint.restore(path).assert_existing_objects_matched()
-        self.step = checkpoint_step(path)
+        step = checkpoint_step(path)
+        if not tf.io.gfile.exists(f"{path}.index"):
+            raise FileNotFoundError(
+                f"checkpoint {path!r} does not exist (expected {path}.index and its data files)"
+            )
+        try:
+            self._checkpoint.restore(path).assert_existing_objects_matched()
+        except Exception as error:  # noqa: BLE001 - TF's readers raise many types; all are named
+            first_line = (str(error).strip().splitlines() or [""])[0]
+            reason = f"{type(error).__name__}: {first_line}"
+            raise ValueError(
+                f"checkpoint {path!r} cannot be restored into this model: {reason}"
+            ) from error
+        self.step = step
         return self.step
 
     def _write_record(self) -> None:
