@@ -214,3 +214,21 @@ def test_a_missing_or_broken_checkpoint_is_one_line_naming_it(tmp_path, capsys):
     assert main(["evaluate", written, "--include", TOY]) == 2
     error = capsys.readouterr().err
     assert "ckpt-20' cannot be restored into this model" in error and "Traceback" not in error
+
+
+def test_misused_paths_are_one_line_each_before_anything_runs(tmp_path, capsys):
+    config = _write_experiment(tmp_path)
+    cases = [
+        (["train", config, "--include", config], "is not a Python file"),
+        (["train", str(tmp_path), "--include", TOY], "is a directory; give the YAML file"),
+        (
+            ["predict", config, "--output", str(tmp_path), "--include", TOY],
+            "is a directory; give a file path",
+        ),
+    ]
+    for argv, expected in cases:
+        assert main(argv) == 2, argv
+        error = capsys.readouterr().err
+        assert expected in error and "Traceback" not in error, error
+        assert error.count("\n") == 1, error
+    assert not (tmp_path / "model").exists()  # nothing ran

@@ -113,6 +113,11 @@ def _include(path: str) -> None:
     path = os.path.abspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"--include: no such file: {path}")
+    if not path.endswith(".py"):
+        raise ValueError(
+            f"--include: {path} is not a Python file (.py); a YAML config is the command's first "
+            "argument, and --include names the Python file that registers its builders"
+        )
     root, parts = os.path.dirname(path), [os.path.splitext(os.path.basename(path))[0]]
     while os.path.isfile(os.path.join(root, "__init__.py")):
         root, package = os.path.split(root)
@@ -164,6 +169,10 @@ def _to_list(value: Any) -> Any:
 
 
 def _run_command(args: argparse.Namespace) -> int:
+    output = getattr(args, "output", None)
+    if args.command == "predict" and output and os.path.isdir(output):
+        # Checked before anything runs: predictions are one JSON-lines file.
+        raise FileExistsError(f"--output {output!r} is a directory; give a file path")
     hparams = _experiment(args)
     if args.command == "train":
         trainer = _trainer(hparams, None, restore=False)

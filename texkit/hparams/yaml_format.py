@@ -67,6 +67,8 @@ def safe_load(stream: Any) -> Any:
 def load_yaml_file(path: str | os.PathLike) -> dict:
     """Safely loads a YAML mapping from ``path``; see :meth:`HParams.from_yaml`."""
     path = os.fspath(path)
+    if os.path.isdir(path):
+        raise FileNotFoundError(f"hparams file {path} is a directory; give the YAML file's path")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"hparams file not found: {path}")
     with open(path, encoding="utf-8") as stream:
