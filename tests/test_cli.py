@@ -232,3 +232,12 @@ def test_misused_paths_are_one_line_each_before_anything_runs(tmp_path, capsys):
         assert expected in error and "Traceback" not in error, error
         assert error.count("\n") == 1, error
     assert not (tmp_path / "model").exists()  # nothing ran
+
+
+def test_a_diverged_run_is_one_line_naming_the_step_and_exit_1(tmp_path, capsys):
+    config = _write_experiment(tmp_path)
+    argv = ["train", config, "optimization.learning_rate=1e38", "--include", TOY]
+    assert main(argv) == 1
+    error = capsys.readouterr().err
+    assert "became NaN or infinite at step" in error and "Traceback" not in error, error
+    assert error.count("\n") == 1, error

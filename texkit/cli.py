@@ -258,8 +258,13 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "hparams":
         return _print_hparams(args.name, args.overrides)
+    from texkit.run import TrainingDiverged
+
     try:
         return _run_command(args)
+    except TrainingDiverged as error:  # the run failed, not its command line: exit 1
+        print(f"texkit {args.command}: {error}", file=sys.stderr)
+        return 1
     except (ValueError, FileNotFoundError, FileExistsError, KeyError) as error:
         # ValueError covers HParamsError and unreadable checkpoints: each names what to fix.
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
