@@ -5,7 +5,9 @@ The examples are the package ``examples`` at the repository root (pytest puts th
 (the BBC news articles, the MiniLM weights) go through ``tests.real_data.require_package``.
 """
 
+import collections
 import os
+import shutil
 import subprocess
 import sys
 
@@ -211,6 +213,49 @@ def test_bert_classifier_fine_tunes_minilm_and_serves_raw_text(tmp_path):
         "The striker scored twice as the champions won the cup final at Wembley.",
     ]
     assert_export_serves_raw_text(trainer, texts, tmp_path / "serving", atol=1e-4)
+
+
+def family_folder_with_vocabulary(tmp_path, family):
+    """A copy of a tiny family fixture with a WordPiece vocabulary of its 99 ids: the special
+    tokens and the commonest lowercase words of the BBC news articles."""
+    folder = tmp_path / family
+    shutil.copytree(os.path.join(ROOT, "tests", "fixtures", "families", family), folder)
+    counts = collections.Counter(
+        word for article in bbc_news.load_bbc_news().train for word in article.text.lower().split()
+        if word.isalpha()
+    )  # fmt: skip
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    words = [w for w, _ in counts.most_common(99 - len(specials))]
+    (folder / "vocab.txt").write_text("\n".join(specials + words) + "\n", encoding="utf-8")
+    (folder / "tokenizer_config.json").write_text('{"do_lower_case": true}')
+    return str(folder)
+
+
+@pytest.mark.parametrize("family", ["distilbert", "electra"])
+def test_bert_classifier_fine_tunes_another_family_by_naming_its_folder(tmp_path, family):
+    require_package(BBC_NEWS)
+    folder = family_folder_with_vocabulary(tmp_path, family)
+    hparams = experiment(
+        "bert_classifier",
+        f"model.hparams.pretrained={folder}",
+        f"data.hparams.pretrained={folder}",
+        "data.hparams.max_seq_length=32",
+        "data.hparams.batch_size=16",
+        "run.train_steps=4",
+        "run.checkpoint_every_steps=4",
+        "run.verbose=0",
+        f"run.model_dir={tmp_path / 'run'}",
+    )
+    trainer = tx.run.Trainer.from_hparams(hparams)
+    classifier = next(
+        layer for layer in trainer.model.layers if isinstance(layer, tx.modules.BERTClassifier)
+    )
+    assert classifier.hparams.encoder_type == {"distilbert": "DistilBERTEncoder",
+                                               "electra": "ELECTRAEncoder"}[family]  # fmt: skip
+    before = classifier.encoder.word_embedder.embedding.numpy().copy()
+    trainer.train()
+    assert np.isfinite(trainer.evaluate("eval")["loss"])
+    assert not np.array_equal(classifier.encoder.word_embedder.embedding.numpy(), before)
 
 
 def test_bert_classifier_has_static_shapes_for_tpus(tmp_path):

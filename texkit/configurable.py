@@ -131,7 +131,8 @@ class ModuleBase(Configurable, keras.layers.Layer):
 
     Subclasses define ``default_hparams()`` and ``HPARAMS_DOC``, create weights in ``build`` and
     compute in ``call``; classes defined inside ``texkit`` register themselves under their class
-    name, for ``type:`` in configs and for ``keras.saving``.
+    name, for ``type:`` in configs and for ``keras.saving``; an abstract base, or a part
+    its owner builds, says ``REGISTERED = False`` and is not registered.
     """
 
     def __init_subclass__(cls, **kwargs: Any):
@@ -147,7 +148,9 @@ class ModuleBase(Configurable, keras.layers.Layer):
                 f"for {previous.__module__}.{previous.__qualname__}; rename one of them"
             )
         keras.saving.register_keras_serializable(package=package)(cls)
-        if ours and not cls.__name__.startswith("_"):
+        # A class whose own body says REGISTERED = False (an abstract base, or a part its owner
+        # builds) is no type a config can name.
+        if ours and not cls.__name__.startswith("_") and cls.__dict__.get("REGISTERED", True):
             registry.register(cls)
 
     def __init__(self, hparams: Mapping | HParams | None = None, **kwargs: Any):

@@ -57,15 +57,15 @@ def test_encoder_contract(tmp_path):
 def test_encoder_embeddings_are_the_sum_of_three_tables():
     encoder = BERTEncoder({**TINY, "num_hidden_layers": 1})
     encoder(IDS)
-    transformer = encoder.encoder
+    norm = encoder.embedding_norm
     captured = {}
-    original = transformer.call
+    original = norm.call
 
     def spy(inputs, **kwargs):
         captured["inputs"] = inputs.numpy()
         return original(inputs, **kwargs)
 
-    transformer.call = spy
+    norm.call = spy
     encoder(IDS, segment_ids=SEGMENTS)
     word = encoder.word_embedder.embedding.numpy()[IDS]
     segment = encoder.segment_embedder.embedding.numpy()[SEGMENTS]
@@ -84,13 +84,13 @@ def test_pooler_is_tanh_dense_of_the_first_token():
 def test_gelu_new_is_the_tanh_approximation():
     exact = BERTEncoder(TINY)
     approximate = BERTEncoder({**TINY, "hidden_act": "gelu_new"})
-    block = approximate.encoder.blocks[0]
+    block = approximate.blocks[0]
     x = np.linspace(-3, 3, 7).astype(np.float32)
     want = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
     np.testing.assert_allclose(block.ffn_activation(x), want, atol=1e-6)
     # Training applies the fused form of the same function.
     np.testing.assert_allclose(block.ffn_training_activation(x), want, atol=1e-6)
-    exact_block = exact.encoder.blocks[0]
+    exact_block = exact.blocks[0]
     for activation in (exact_block.ffn_activation, exact_block.ffn_training_activation):
         assert not np.allclose(activation(x), want, atol=1e-4)
 
@@ -108,7 +108,7 @@ def test_errors_inside_a_classifier_name_the_key_as_written():
 
 
 def test_inputs_longer_than_the_position_table_are_refused():
-    with pytest.raises(ValueError, match="max_position_embeddings=16"):
+    with pytest.raises(ValueError, match="17 steps, more than the 16 positions"):
         BERTEncoder(TINY)(np.zeros((1, 17), np.int32))
 
 

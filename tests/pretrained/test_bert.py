@@ -232,7 +232,7 @@ def test_tiny_huggingface_checkpoint_loads_every_weight(tmp_path):
     report = load_bert_checkpoint(encoder, write_hf(str(tmp_path / "hf"), state))
     assert sorted(report.loaded) == sorted(state)
     np.testing.assert_array_equal(
-        encoder.encoder.blocks[1].ffn_inner.kernel.numpy(),
+        encoder.blocks[1].ffn_inner.kernel.numpy(),
         state["encoder.layer.1.intermediate.dense.weight"].T,
     )
     assert report.unused == []
@@ -426,7 +426,7 @@ def test_non_finite_weights_are_refused_unless_allowed(tmp_path, fmt):
         load_bert_checkpoint(encoder, folder)
     assert_unchanged(encoder, before)
     loaded = BERTEncoder.from_pretrained(folder, allow_non_finite=True)
-    bias = loaded.encoder.blocks[1].ffn_output.bias.numpy()
+    bias = loaded.blocks[1].ffn_output.bias.numpy()
     assert np.isnan(bias[0]) and np.isinf(bias[3])
 
 

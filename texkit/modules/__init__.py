@@ -26,18 +26,26 @@ from texkit.modules.decoders import (
 )
 from texkit.modules.embedders import PositionEmbedder, SinusoidsPositionEmbedder, WordEmbedder
 from texkit.modules.encoders import (
+    ALBERTEncoder,
     BERTEncoder,
+    BERTFamilyEncoder,
     BidirectionalRNNEncoder,
     Conv1DEncoder,
+    DistilBERTEncoder,
+    ELECTRAEncoder,
+    RoBERTaEncoder,
     TransformerEncoder,
     UnidirectionalRNNEncoder,
 )
+from texkit.modules.t5 import T5Decoder, T5Encoder, T5EncoderDecoder
 
 __all__ = [
+    "ALBERTEncoder",
     "AttentionRNNDecoder",
     "BasicRNNDecoder",
     "BERTClassifier",
     "BERTEncoder",
+    "BERTFamilyEncoder",
     "BERTMaskedLMHead",
     "BERTNextSentenceHead",
     "BERTPretrainer",
@@ -45,13 +53,19 @@ __all__ = [
     "ConstantConnector",
     "Conv1DClassifier",
     "Conv1DEncoder",
+    "DistilBERTEncoder",
+    "ELECTRAEncoder",
     "ForwardConnector",
     "GPT2Decoder",
     "MLPTransformConnector",
     "ModuleBase",
     "PositionEmbedder",
+    "RoBERTaEncoder",
     "SinusoidsPositionEmbedder",
     "SpanHead",
+    "T5Decoder",
+    "T5Encoder",
+    "T5EncoderDecoder",
     "TokenTaggingHead",
     "TransformerDecoder",
     "TransformerEncoder",

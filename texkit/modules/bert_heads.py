@@ -165,6 +165,8 @@ class BERTPretrainer(ModuleBase):
         **{f"encoder.{k}": v for k, v in BERTEncoder.HPARAMS_DOC.items()},
         "name": "Layer name.",
     }
+    # The encoder classes whose checkpoints it loads: the heads are BERT's.
+    ENCODER_TYPES = ("BERTEncoder",)
 
     def __init__(self, hparams: Any = None, **kwargs: Any):
         super().__init__(hparams, **kwargs)

@@ -7,6 +7,7 @@ live in :mod:`texkit.modules.sentence_classifiers` and are re-exported here.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import keras
@@ -17,8 +18,9 @@ from texkit.configurable import ModuleBase
 from texkit.core.attention import sequence_mask
 from texkit.core.dropout import dropout
 from texkit.core.layers import MaskedMeanPooling
-from texkit.hparams import HParamsError, check_positive_int, check_rate, hparams_scope
+from texkit.hparams import HParams, HParamsError, check_positive_int, check_rate, hparams_scope
 from texkit.modules.encoders.bert_encoder import BERTEncoder
+from texkit.modules.encoders.bert_family import BERTFamilyEncoder
 from texkit.modules.sentence_classifiers import Conv1DClassifier, UnidirectionalRNNClassifier
 
 __all__ = ["BERTClassifier", "Conv1DClassifier", "UnidirectionalRNNClassifier"]
@@ -34,12 +36,39 @@ def _encoder_defaults() -> dict:
     return BERTEncoder.default_hparams()
 
 
+def encoder_class(name: Any) -> type:
+    """The BERT-family encoder class an ``encoder_type`` names (an error naming the key)."""
+    try:
+        cls = registry.resolve(name) if isinstance(name, str) else None
+    except HParamsError:
+        cls = None
+    if not (isinstance(cls, type) and issubclass(cls, BERTFamilyEncoder)):
+        known = sorted(
+            n
+            for n in registry.registered_names()
+            if isinstance(registry.resolve(n), type)
+            and issubclass(registry.resolve(n), BERTFamilyEncoder)
+            and registry.resolve(n) is not BERTFamilyEncoder
+        )
+        raise HParamsError(
+            f"expected a BERT-family encoder class ({', '.join(known)}), got {name!r}",
+            "encoder_type",
+        )
+    return cls
+
+
 class BERTClassifier(ModuleBase):
-    """A classifier on a BERT encoder: sequence classification or per-token tagging.
+    """A classifier on a BERT-family encoder: sequence classification or per-token tagging.
+
+    The encoder is ``encoder_type`` (``BERTEncoder``, ``RoBERTaEncoder``, ``DistilBERTEncoder``,
+    ``ALBERTEncoder`` or ``ELECTRAEncoder``) with the hparams ``encoder``, which are that
+    class's (the table below lists BERT's); :meth:`from_pretrained` sets both from the
+    checkpoint.
 
     ``clas_strategy`` picks what is classified:
 
     * ``cls_time``: the pooled output (the pooler on the first, ``[CLS]``, token), as in BERT.
+      An encoder without a pooler (DistilBERT, ELECTRA) gives the first token's hidden state.
     * ``mean_time``: the mean of the outputs over the valid steps (sentence-embedding models
       such as all-MiniLM-L6-v2 were trained with this pooling).
     * ``all_time``: all outputs, padded to ``max_seq_length`` with zeros and concatenated.
@@ -61,6 +90,7 @@ class BERTClassifier(ModuleBase):
     """
 
     HPARAMS_DOC = {
+        "encoder_type": "The encoder's class (a BERT-family encoder; see above).",
         **_encoder_doc(),
         "num_classes": "Number of classes (1: a single binary logit).",
         "clas_strategy": "'cls_time', 'mean_time', 'all_time' or 'time_wise' (see above).",
@@ -82,12 +112,12 @@ class BERTClassifier(ModuleBase):
             raise HParamsError("clas_strategy 'all_time' needs max_seq_length", "max_seq_length")
         check_rate(hp, "dropout")
         with hparams_scope("encoder"):
-            self.encoder = BERTEncoder(hp.encoder, dtype=self.dtype_policy)
+            self.encoder = encoder_class(hp.encoder_type)(hp.encoder, dtype=self.dtype_policy)
         self.pooling = MaskedMeanPooling(dtype=self.dtype_policy)
         self.logits_layer = keras.layers.Dense(
             hp.num_classes,
             kernel_initializer=keras.initializers.TruncatedNormal(
-                stddev=hp.encoder.initializer_range
+                stddev=self.encoder.arch.initializer_range
             ),
             name="logits",
             dtype=self.dtype_policy,
@@ -95,8 +125,19 @@ class BERTClassifier(ModuleBase):
         self.seed_generator = keras.random.SeedGenerator() if hp.dropout > 0 else None
 
     @classmethod
+    def make_hparams(cls, hparams: Any) -> HParams:
+        """Validates ``encoder`` against the defaults of the class ``encoder_type`` names."""
+        defaults = cls.default_hparams()
+        if isinstance(hparams, Mapping) and "encoder_type" in hparams:
+            encoder = encoder_class(hparams["encoder_type"])
+            defaults["encoder_type"] = hparams["encoder_type"]
+            defaults["encoder"] = encoder.default_hparams()
+        return HParams(hparams, defaults)
+
+    @classmethod
     def default_hparams(cls) -> dict:
         return {
+            "encoder_type": "BERTEncoder",
             "encoder": _encoder_defaults(),
             "num_classes": 2,
             "clas_strategy": "cls_time",
@@ -109,10 +150,12 @@ class BERTClassifier(ModuleBase):
     def from_pretrained(
         cls, path: str | os.PathLike, hparams: Any = None, **kwargs: Any
     ) -> BERTClassifier:
-        """A classifier whose encoder is built from a BERT checkpoint folder and loaded from it.
+        """A classifier whose encoder is built from a checkpoint folder of any BERT-family
+        member and loaded from it.
 
-        ``hparams["encoder"]`` may override dropout rates; architecture values that contradict
-        the checkpoint's config are an error. The output layer starts from random weights.
+        ``encoder_type`` is set from the checkpoint's family; ``hparams["encoder"]`` may override
+        dropout rates; architecture values that contradict the checkpoint's config are an error.
+        The output layer starts from random weights.
         """
         return registry.loader_for(cls)(cls, path, hparams, **kwargs)
 

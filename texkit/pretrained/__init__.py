@@ -1,8 +1,11 @@
-"""Pretrained checkpoints: reading BERT in the Google TF and Hugging Face formats.
+"""Pretrained checkpoints: the BERT family (BERT, RoBERTa, DistilBERT, ALBERT, ELECTRA), GPT-2, T5.
 
-:mod:`~texkit.pretrained.checkpoints` holds what every family shares (errors, reports, readers,
-all-or-nothing assignment); a family module holds its config translation and name tables, and
-registers a loader for each texkit class it loads (``texkit.registry.register_loader``).
+:func:`from_pretrained` builds whatever module a checkpoint folder holds. A family is data
+(:class:`~texkit.pretrained.loading.Family`: its module, config translation and name tables);
+:mod:`~texkit.pretrained.loading` loads every family the same strict, all-or-nothing way, and
+:mod:`~texkit.pretrained.checkpoints` holds what the readers share. Each family registers a
+loader for each texkit class it loads (``texkit.registry.register_loader``), which the classes'
+own ``from_pretrained`` call.
 """
 
 from texkit.pretrained.bert import (
@@ -14,15 +17,29 @@ from texkit.pretrained.bert import (
 )
 from texkit.pretrained.bert_names import bert_name_table
 from texkit.pretrained.checkpoints import CheckpointError, LoadReport, resolve_checkpoint
+from texkit.pretrained.gpt2 import gpt2_hparams_from_config
+from texkit.pretrained.loading import (
+    FAMILIES,
+    from_pretrained,
+    load_checkpoint,
+    read_config,
+)
+from texkit.pretrained.t5 import t5_name_table
 
 __all__ = [
+    "FAMILIES",
     "CheckpointError",
     "LoadReport",
     "bert_hparams_from_config",
     "bert_name_table",
     "detect_format",
+    "from_pretrained",
+    "gpt2_hparams_from_config",
     "load_bert_checkpoint",
+    "load_checkpoint",
     "read_bert_config",
+    "read_config",
     "resolve_checkpoint",
+    "t5_name_table",
     "vocab_file",
 ]

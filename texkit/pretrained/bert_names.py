@@ -1,124 +1,245 @@
-"""BERT's checkpoint name tables, as data: one row per weight, naming it in each format.
+"""The BERT family's checkpoint name tables, as data: one row per weight.
 
-Rows are ``(texkit attribute path, Google TF name, Hugging Face name, layout)``; ``{i}`` stands
-for the block index, and attribute paths start at the encoder or the head object. Layouts are
-those of :mod:`texkit.pretrained.checkpoints`.
+A row is :class:`~texkit.pretrained.checkpoints.Row`: the texkit attribute path (from the
+encoder or the head object), the checkpoint name in each format the family has, the layout,
+and whether a Hugging Face model prefix (``bert.``, ``roberta.``, ...) may precede the name.
+The texkit side is the same for every family (:class:`~texkit.modules.encoders.bert_family.
+BERTFamilyEncoder`'s attributes); a family's data are its checkpoint names for the embeddings,
+for one block and for the pooler.
 """
 
 from __future__ import annotations
 
 import re
 
-from texkit.pretrained.checkpoints import DENSE, OUT_IN, SAME
+from texkit.pretrained.checkpoints import DENSE, GOOGLE, HUGGINGFACE, OUT_IN, SAME, Row
 
-__all__ = ["GOOGLE_ENCODER", "GOOGLE_SKIPPED", "HF_ENCODER", "HF_SKIPPED", "bert_name_table"]
+__all__ = [
+    "ALBERT_NAMES",
+    "BERT_NAMES",
+    "DISTILBERT_NAMES",
+    "ELECTRA_NAMES",
+    "FamilyNames",
+    "ROBERTA_NAMES",
+    "bert_name_table",
+]
 
-_EMBEDDINGS = [
-    ("word_embedder.embedding", "bert/embeddings/word_embeddings",
-     "embeddings.word_embeddings.weight", SAME),
-    ("segment_embedder.embedding", "bert/embeddings/token_type_embeddings",
-     "embeddings.token_type_embeddings.weight", SAME),
-    ("position_embedder.embedding", "bert/embeddings/position_embeddings",
-     "embeddings.position_embeddings.weight", SAME),
-    ("encoder.input_norm.gamma", "bert/embeddings/LayerNorm/gamma",
-     "embeddings.LayerNorm.weight", SAME),
-    ("encoder.input_norm.beta", "bert/embeddings/LayerNorm/beta",
-     "embeddings.LayerNorm.bias", SAME),
+
+class FamilyNames:
+    """A BERT-family member's checkpoint names, and the rows they make.
+
+    Args:
+        hf: Hugging Face names: ``embeddings`` (the embedding module), ``projection`` (the
+            embedding projection, or ``None``), ``block`` (one block, with ``{i}``; ``shared``
+            blocks have none), ``parts`` (the names of the block's sub-layers, below), and
+            ``pooler`` (or ``None``).
+        google: the same for Google's TF release (``/``-separated), or ``None``.
+        shared: one block for all layers (ALBERT).
+
+    The block's sub-layers are ``query``, ``key``, ``value``, ``attention_output`` (dense),
+    ``attention_norm``, ``ffn_inner``, ``ffn_output`` (dense) and ``ffn_norm``.
+    """
+
+    def __init__(self, hf: dict, google: dict | None = None, shared: bool = False):
+        self.formats = {HUGGINGFACE: hf}
+        if google is not None:
+            self.formats[GOOGLE] = google
+        self.shared = shared
+
+    def rows(self, num_layers: int, part: str, segments: bool = True) -> list[Row]:
+        """The rows of ``part``: ``encoder`` (embeddings and blocks) or ``pooler``."""
+        if part == "pooler":
+            return _merge({fmt: _dense("pooler", n["pooler"], fmt) for fmt, n in self._each()})
+        per_format = {}
+        for fmt, names in self._each():
+            embeddings = names["embeddings"]
+            rows = [
+                _embedding("word_embedder", embeddings, "word_embeddings", fmt),
+                _embedding("position_embedder", embeddings, "position_embeddings", fmt),
+                *_norm("embedding_norm", _join(embeddings, "LayerNorm", fmt), fmt),
+            ]
+            if segments:
+                rows.append(
+                    _embedding("segment_embedder", embeddings, "token_type_embeddings", fmt)
+                )
+            if names.get("projection"):
+                rows += _dense("embedding_projection", names["projection"], fmt)
+            for i in range(1 if self.shared else num_layers):
+                block = names["block"].replace("{i}", str(i))
+                parts = names["parts"]
+                for attribute in ("query", "key", "value"):
+                    name = _join(block, parts[attribute], fmt)
+                    rows += _dense(f"blocks.{i}.self_attention.{attribute}", name, fmt)
+                rows += _dense(
+                    f"blocks.{i}.self_attention.output_dense",
+                    _join(block, parts["attention_output"], fmt),
+                    fmt,
+                )
+                rows += _norm(
+                    f"blocks.{i}.attention_norm", _join(block, parts["attention_norm"], fmt), fmt
+                )
+                for attribute in ("ffn_inner", "ffn_output"):
+                    rows += _dense(
+                        f"blocks.{i}.{attribute}", _join(block, parts[attribute], fmt), fmt
+                    )
+                rows += _norm(f"blocks.{i}.ffn_norm", _join(block, parts["ffn_norm"], fmt), fmt)
+            per_format[fmt] = rows
+        return _merge(per_format)
+
+    def _each(self):
+        return self.formats.items()
+
+
+def _join(prefix: str, name: str, fmt: str) -> str:
+    return f"{prefix}{'/' if fmt == GOOGLE else '.'}{name}" if prefix else name
+
+
+def _embedding(attribute: str, embeddings: str, table: str, fmt: str) -> tuple:
+    name = _join(embeddings, table, fmt)
+    return (f"{attribute}.embedding", name + (".weight" if fmt == HUGGINGFACE else ""), SAME)
+
+
+def _dense(attribute: str, name: str, fmt: str) -> list[tuple]:
+    kernel, bias = ("weight", "bias") if fmt == HUGGINGFACE else ("kernel", "bias")
+    return [
+        (f"{attribute}.kernel", _join(name, kernel, fmt), DENSE),
+        (f"{attribute}.bias", _join(name, bias, fmt), SAME),
+    ]
+
+
+def _norm(attribute: str, name: str, fmt: str) -> list[tuple]:
+    gamma, beta = ("weight", "bias") if fmt == HUGGINGFACE else ("gamma", "beta")
+    return [
+        (f"{attribute}.gamma", _join(name, gamma, fmt), SAME),
+        (f"{attribute}.beta", _join(name, beta, fmt), SAME),
+    ]
+
+
+def _merge(per_format: dict[str, list[tuple]]) -> list[Row]:
+    """Rows with every format's name, from one list of ``(attribute, name, layout)`` a format
+    (the lists are made in the same order)."""
+    formats = list(per_format)
+    rows = []
+    for entries in zip(*per_format.values(), strict=True):
+        attribute, _, layout = entries[0]
+        rows.append(
+            Row(attribute, {fmt: e[1] for fmt, e in zip(formats, entries, strict=True)}, layout)
+        )
+    return rows
+
+
+_BERT_PARTS = {
+    HUGGINGFACE: {
+        "query": "attention.self.query",
+        "key": "attention.self.key",
+        "value": "attention.self.value",
+        "attention_output": "attention.output.dense",
+        "attention_norm": "attention.output.LayerNorm",
+        "ffn_inner": "intermediate.dense",
+        "ffn_output": "output.dense",
+        "ffn_norm": "output.LayerNorm",
+    },
+}
+_BERT_PARTS[GOOGLE] = {k: v.replace(".", "/") for k, v in _BERT_PARTS[HUGGINGFACE].items()}
+
+
+def _bert_like(projection: str | None = None, pooler: str | None = "pooler.dense") -> dict:
+    return {
+        "embeddings": "embeddings",
+        "projection": projection,
+        "block": "encoder.layer.{i}",
+        "parts": _BERT_PARTS[HUGGINGFACE],
+        "pooler": pooler,
+    }
+
+
+BERT_NAMES = FamilyNames(
+    _bert_like(),
+    google={
+        "embeddings": "bert/embeddings",
+        "block": "bert/encoder/layer_{i}",
+        "parts": _BERT_PARTS[GOOGLE],
+        "pooler": "bert/pooler/dense",
+    },
+)
+ROBERTA_NAMES = FamilyNames(_bert_like())
+ELECTRA_NAMES = FamilyNames(_bert_like(projection="embeddings_project", pooler=None))
+DISTILBERT_NAMES = FamilyNames(
+    {
+        "embeddings": "embeddings",
+        "block": "transformer.layer.{i}",
+        "parts": {
+            "query": "attention.q_lin",
+            "key": "attention.k_lin",
+            "value": "attention.v_lin",
+            "attention_output": "attention.out_lin",
+            "attention_norm": "sa_layer_norm",
+            "ffn_inner": "ffn.lin1",
+            "ffn_output": "ffn.lin2",
+            "ffn_norm": "output_layer_norm",
+        },
+        "pooler": None,
+    }
+)
+ALBERT_NAMES = FamilyNames(
+    {
+        "embeddings": "embeddings",
+        "projection": "encoder.embedding_hidden_mapping_in",
+        "block": "encoder.albert_layer_groups.0.albert_layers.0",
+        "parts": {
+            "query": "attention.query",
+            "key": "attention.key",
+            "value": "attention.value",
+            "attention_output": "attention.dense",
+            "attention_norm": "attention.LayerNorm",
+            "ffn_inner": "ffn",
+            "ffn_output": "ffn_output",
+            "ffn_norm": "full_layer_layer_norm",
+        },
+        "pooler": "pooler",
+    },
+    shared=True,
+)
+
+# BERT's pretraining heads (attribute paths start at the head object). Hugging Face keeps them
+# outside the ``bert.`` model prefix.
+MLM_HEAD = [
+    Row("transform.kernel", {GOOGLE: "cls/predictions/transform/dense/kernel",
+                             HUGGINGFACE: "cls.predictions.transform.dense.weight"}, DENSE, False),
+    Row("transform.bias", {GOOGLE: "cls/predictions/transform/dense/bias",
+                           HUGGINGFACE: "cls.predictions.transform.dense.bias"}, SAME, False),
+    Row("layer_norm.gamma", {GOOGLE: "cls/predictions/transform/LayerNorm/gamma",
+                             HUGGINGFACE: "cls.predictions.transform.LayerNorm.weight"}, SAME,
+        False),
+    Row("layer_norm.beta", {GOOGLE: "cls/predictions/transform/LayerNorm/beta",
+                            HUGGINGFACE: "cls.predictions.transform.LayerNorm.bias"}, SAME, False),
+    Row("output_bias", {GOOGLE: "cls/predictions/output_bias",
+                        HUGGINGFACE: "cls.predictions.bias"}, SAME, False),
 ]  # fmt: skip
-_BLOCK = [
-    ("encoder.blocks.{i}.self_attention.query.kernel",
-     "bert/encoder/layer_{i}/attention/self/query/kernel",
-     "encoder.layer.{i}.attention.self.query.weight", DENSE),
-    ("encoder.blocks.{i}.self_attention.query.bias",
-     "bert/encoder/layer_{i}/attention/self/query/bias",
-     "encoder.layer.{i}.attention.self.query.bias", SAME),
-    ("encoder.blocks.{i}.self_attention.key.kernel",
-     "bert/encoder/layer_{i}/attention/self/key/kernel",
-     "encoder.layer.{i}.attention.self.key.weight", DENSE),
-    ("encoder.blocks.{i}.self_attention.key.bias",
-     "bert/encoder/layer_{i}/attention/self/key/bias",
-     "encoder.layer.{i}.attention.self.key.bias", SAME),
-    ("encoder.blocks.{i}.self_attention.value.kernel",
-     "bert/encoder/layer_{i}/attention/self/value/kernel",
-     "encoder.layer.{i}.attention.self.value.weight", DENSE),
-    ("encoder.blocks.{i}.self_attention.value.bias",
-     "bert/encoder/layer_{i}/attention/self/value/bias",
-     "encoder.layer.{i}.attention.self.value.bias", SAME),
-    ("encoder.blocks.{i}.self_attention.output_dense.kernel",
-     "bert/encoder/layer_{i}/attention/output/dense/kernel",
-     "encoder.layer.{i}.attention.output.dense.weight", DENSE),
-    ("encoder.blocks.{i}.self_attention.output_dense.bias",
-     "bert/encoder/layer_{i}/attention/output/dense/bias",
-     "encoder.layer.{i}.attention.output.dense.bias", SAME),
-    ("encoder.blocks.{i}.attention_norm.gamma",
-     "bert/encoder/layer_{i}/attention/output/LayerNorm/gamma",
-     "encoder.layer.{i}.attention.output.LayerNorm.weight", SAME),
-    ("encoder.blocks.{i}.attention_norm.beta",
-     "bert/encoder/layer_{i}/attention/output/LayerNorm/beta",
-     "encoder.layer.{i}.attention.output.LayerNorm.bias", SAME),
-    ("encoder.blocks.{i}.ffn_inner.kernel",
-     "bert/encoder/layer_{i}/intermediate/dense/kernel",
-     "encoder.layer.{i}.intermediate.dense.weight", DENSE),
-    ("encoder.blocks.{i}.ffn_inner.bias",
-     "bert/encoder/layer_{i}/intermediate/dense/bias",
-     "encoder.layer.{i}.intermediate.dense.bias", SAME),
-    ("encoder.blocks.{i}.ffn_output.kernel",
-     "bert/encoder/layer_{i}/output/dense/kernel",
-     "encoder.layer.{i}.output.dense.weight", DENSE),
-    ("encoder.blocks.{i}.ffn_output.bias",
-     "bert/encoder/layer_{i}/output/dense/bias",
-     "encoder.layer.{i}.output.dense.bias", SAME),
-    ("encoder.blocks.{i}.ffn_norm.gamma",
-     "bert/encoder/layer_{i}/output/LayerNorm/gamma",
-     "encoder.layer.{i}.output.LayerNorm.weight", SAME),
-    ("encoder.blocks.{i}.ffn_norm.beta",
-     "bert/encoder/layer_{i}/output/LayerNorm/beta",
-     "encoder.layer.{i}.output.LayerNorm.bias", SAME),
+NSP_HEAD = [
+    Row("dense.kernel", {GOOGLE: "cls/seq_relationship/output_weights",
+                         HUGGINGFACE: "cls.seq_relationship.weight"}, OUT_IN, False),
+    Row("dense.bias", {GOOGLE: "cls/seq_relationship/output_bias",
+                       HUGGINGFACE: "cls.seq_relationship.bias"}, SAME, False),
 ]  # fmt: skip
-_POOLER = [
-    ("pooler.kernel", "bert/pooler/dense/kernel", "pooler.dense.weight", DENSE),
-    ("pooler.bias", "bert/pooler/dense/bias", "pooler.dense.bias", SAME),
-]
-_MLM_HEAD = [
-    ("transform.kernel", "cls/predictions/transform/dense/kernel",
-     "cls.predictions.transform.dense.weight", DENSE),
-    ("transform.bias", "cls/predictions/transform/dense/bias",
-     "cls.predictions.transform.dense.bias", SAME),
-    ("layer_norm.gamma", "cls/predictions/transform/LayerNorm/gamma",
-     "cls.predictions.transform.LayerNorm.weight", SAME),
-    ("layer_norm.beta", "cls/predictions/transform/LayerNorm/beta",
-     "cls.predictions.transform.LayerNorm.bias", SAME),
-    ("output_bias", "cls/predictions/output_bias", "cls.predictions.bias", SAME),
-]  # fmt: skip
-_NSP_HEAD = [
-    ("dense.kernel", "cls/seq_relationship/output_weights", "cls.seq_relationship.weight", OUT_IN),
-    ("dense.bias", "cls/seq_relationship/output_bias", "cls.seq_relationship.bias", SAME),
-]
-# Entries that are not weights, or are copies of weights the table already loads.
+
+# Entries that are not weights, or are copies of weights the tables already load.
 GOOGLE_SKIPPED = re.compile(r"(^global_step$|/adam_[mv]$|^_CHECKPOINTABLE_OBJECT_GRAPH$)")
 HF_SKIPPED = re.compile(
-    r"(^embeddings\.position_ids$|^cls\.predictions\.decoder\.(weight|bias)$)"  # tied copies
+    r"(^embeddings\.(position_ids|token_type_ids)$"  # buffers
+    r"|^cls\.predictions\.decoder\.(weight|bias)$)"  # tied copies
 )
-# Names that belong to the encoder: an unknown one of these means the checkpoint and its config
-# (or the encoder) disagree.
-GOOGLE_ENCODER = re.compile(r"^bert/")
-HF_ENCODER = re.compile(r"^(embeddings|encoder|pooler)\.")
 
 
 def bert_name_table(num_layers: int, part: str = "encoder") -> list[tuple[str, str, str, str]]:
-    """The name table of one part, with block indices filled in.
+    """BERT's name table of one part, with block indices filled in.
 
     Parts: ``encoder`` (embeddings and blocks), ``pooler``, ``mlm`` and ``nsp`` (the heads).
 
     Rows are ``(texkit attribute path, Google TF name, Hugging Face name, layout)``.
     """
-    if part == "mlm":
-        return list(_MLM_HEAD)
-    if part == "nsp":
-        return list(_NSP_HEAD)
-    if part == "pooler":
-        return list(_POOLER)
-    rows = list(_EMBEDDINGS)
-    for i in range(num_layers):
-        rows += [tuple(item.replace("{i}", str(i)) for item in row) for row in _BLOCK]
-    return rows
+    if part in ("mlm", "nsp"):
+        rows = MLM_HEAD if part == "mlm" else NSP_HEAD
+    else:
+        rows = BERT_NAMES.rows(num_layers, part)
+    return [(r.attribute, r.names[GOOGLE], r.names[HUGGINGFACE], r.layout) for r in rows]

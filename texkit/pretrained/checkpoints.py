@@ -12,17 +12,20 @@ import importlib.util
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import tensorflow as tf
 
 __all__ = [
     "DENSE",
+    "CONV1D",
     "GOOGLE",
     "HUGGINGFACE",
+    "OPENAI",
     "OUT_IN",
     "PACKAGED_CHECKPOINTS",
+    "Row",
     "SAME",
     "CheckpointError",
     "CheckpointReader",
@@ -34,12 +37,35 @@ __all__ = [
     "to_keras_layout",
 ]
 
-# The formats a checkpoint folder may be in.
-GOOGLE, HUGGINGFACE = "google", "huggingface"
+# The formats a checkpoint folder may be in: Google's TF releases, Hugging Face safetensors,
+# OpenAI's TF release of GPT-2. GOOGLE and OPENAI are TF checkpoints.
+GOOGLE, HUGGINGFACE, OPENAI = "google", "huggingface", "openai"
 
 # How a weight is stored. DENSE: TF [in, out], Hugging Face [out, in] (Keras uses [in, out]).
-# OUT_IN: [out, in] in both formats. SAME: stored as Keras holds it.
-SAME, DENSE, OUT_IN = "same", "dense", "out_in"
+# OUT_IN: [out, in] in every format. SAME: stored as Keras holds it. CONV1D: GPT-2's 1x1
+# convolutions, [in, out] in Hugging Face's files and [1, in, out] in OpenAI's.
+SAME, DENSE, OUT_IN, CONV1D = "same", "dense", "out_in", "conv1d"
+
+
+class Row(NamedTuple):
+    """One weight of a name table.
+
+    Attributes:
+        attribute: the texkit attribute path, from the object the table is for (``.``-separated,
+            digits index lists: ``blocks.0.ffn_inner.kernel``).
+        names: the checkpoint entry's name in each format the family has.
+        layout: how the entry is stored (``SAME``, ``DENSE``, ``OUT_IN``).
+        prefixed: whether a Hugging Face model prefix (``bert.``, ``roberta.``) may precede the
+            name (heads outside the base model have none).
+        split: ``(index, count)``: the variable is the ``index``-th of ``count`` equal slices of
+            the entry along its last axis (GPT-2's fused query/key/value); ``None``: all of it.
+    """
+
+    attribute: str
+    names: dict
+    layout: str
+    prefixed: bool = True
+    split: tuple[int, int] | None = None
 
 
 class CheckpointError(ValueError):
@@ -48,10 +74,11 @@ class CheckpointError(ValueError):
 
 @dataclass
 class LoadReport:
-    """What :func:`load_bert_checkpoint` did.
+    """What :func:`~texkit.pretrained.load_checkpoint` did.
 
     Attributes:
         format: ``"google"`` or ``"huggingface"``.
+        family: the checkpoint's family (``"bert"``, ``"roberta"``, ...).
         loaded: checkpoint names loaded, in table order.
         heads: the optional parts loaded (``"pooler"``, ``"mlm"``, ``"nsp"``).
         missing_heads: optional parts the model has but the checkpoint lacks, left as
@@ -60,6 +87,7 @@ class LoadReport:
     """
 
     format: str
+    family: str = ""
     loaded: list[str] = field(default_factory=list)
     heads: list[str] = field(default_factory=list)
     missing_heads: list[str] = field(default_factory=list)
@@ -112,7 +140,7 @@ class CheckpointReader:
     def __init__(self, file: str, fmt: str, skipped: Callable[[str], bool]):
         self.format = fmt
         self.file = file
-        if self.format == GOOGLE:
+        if self.format != HUGGINGFACE:  # a TF checkpoint
             try:
                 self._reader = tf.train.load_checkpoint(self.file)
                 shapes = self._reader.get_variable_to_shape_map()
@@ -165,17 +193,33 @@ def resolve_attribute(root: Any, path: str) -> Any:
     return node
 
 
-def to_keras_layout(value: np.ndarray, layout: str, fmt: str) -> np.ndarray:
+def to_keras_layout(
+    value: np.ndarray, layout: str, fmt: str, split: tuple[int, int] | None = None
+) -> np.ndarray:
+    """An entry's value as the Keras variable holds it (its ``split`` slice, if any)."""
     if layout == OUT_IN or (layout == DENSE and fmt == HUGGINGFACE):
-        return value.T
+        value = value.T
+    elif layout == CONV1D and fmt != HUGGINGFACE:
+        value = value[0]
+    if split is not None:
+        index, count = split
+        size = value.shape[-1] // count
+        value = value[..., index * size : (index + 1) * size]
     return value
 
 
-def stored_shape(shape: tuple, layout: str, fmt: str) -> tuple:
-    """The shape a Keras variable of ``shape`` has in a checkpoint of format ``fmt``."""
+def stored_shape(
+    shape: tuple, layout: str, fmt: str, split: tuple[int, int] | None = None
+) -> tuple:
+    """The shape of the entry that holds a Keras variable of ``shape`` in format ``fmt``."""
+    shape = tuple(shape)
+    if split is not None:
+        shape = (*shape[:-1], shape[-1] * split[1])
     if layout == OUT_IN or (layout == DENSE and fmt == HUGGINGFACE):
-        return tuple(shape)[::-1]
-    return tuple(shape)
+        return shape[::-1]
+    if layout == CONV1D and fmt != HUGGINGFACE:
+        return (1, *shape)
+    return shape
 
 
 def assign_all_or_nothing(

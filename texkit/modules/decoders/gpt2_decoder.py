@@ -4,13 +4,15 @@ Token embeddings, learned position embeddings, a pre-norm stack of causal self-a
 (GELU feed-forward, tanh approximation), a final layer norm and an output layer tied to the token
 embeddings (Radford et al., 2019). The defaults are GPT-2 small's sizes; a smaller LM is the same
 module with other sizes (``examples/language_model/config.yaml``). Weights start from the
-initializers; there is no GPT-2 checkpoint loader yet.
+initializers, or from a GPT-2 checkpoint (:meth:`GPT2Decoder.from_pretrained`).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+from texkit import registry
 from texkit.modules.decoders.decoder_base import DecoderBase, Inference
 from texkit.modules.decoders.decoding import DecodeResult
 from texkit.modules.decoders.transformer_decoder import TransformerDecoder
@@ -117,6 +119,26 @@ class GPT2Decoder(DecoderBase):
             "decoder": decoder,
             "name": "gpt2_decoder",
         }
+
+    @classmethod
+    def from_pretrained(
+        cls, path: str | os.PathLike, hparams: Any = None, **kwargs: Any
+    ) -> GPT2Decoder:
+        """Builds a GPT-2 from a checkpoint folder's config and loads its weights.
+
+        Args:
+            path: a Hugging Face folder (``config.json`` with ``model_type: gpt2``,
+                ``model.safetensors``) or OpenAI's release folder (``hparams.json``,
+                ``model.ckpt.*``).
+            hparams: optional overrides in this class's names, e.g.
+                ``{"decoder": {"residual_dropout": 0.0}}``; a value that contradicts the
+                checkpoint's architecture is an error.
+            **kwargs: Keras layer arguments, and ``allow_non_finite=True`` (see
+                :func:`texkit.pretrained.load_checkpoint`).
+
+        The output layer is the word embedding table (tied), as GPT-2's LM head is.
+        """
+        return registry.loader_for(cls)(cls, path, hparams, **kwargs)
 
     # --- the decoder base's hooks: the inner TransformerDecoder's, with the owned embedder ---
 

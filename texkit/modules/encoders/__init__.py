@@ -1,14 +1,26 @@
-"""Encoders: Transformer, BERT, convolutional and RNN."""
+"""Encoders: Transformer, the BERT family, convolutional and RNN."""
 
 from texkit.modules.encoders.bert_encoder import BERTEncoder
+from texkit.modules.encoders.bert_family import BERTFamilyEncoder
 from texkit.modules.encoders.conv_encoder import Conv1DEncoder
+from texkit.modules.encoders.family_encoders import (
+    ALBERTEncoder,
+    DistilBERTEncoder,
+    ELECTRAEncoder,
+    RoBERTaEncoder,
+)
 from texkit.modules.encoders.rnn_encoders import BidirectionalRNNEncoder, UnidirectionalRNNEncoder
 from texkit.modules.encoders.transformer_encoder import TransformerEncoder
 
 __all__ = [
+    "ALBERTEncoder",
     "BERTEncoder",
+    "BERTFamilyEncoder",
     "BidirectionalRNNEncoder",
     "Conv1DEncoder",
+    "DistilBERTEncoder",
+    "ELECTRAEncoder",
+    "RoBERTaEncoder",
     "TransformerEncoder",
     "UnidirectionalRNNEncoder",
 ]

@@ -1,0 +1,179 @@
+"""GPT-2 as data: its two folder formats, config translation and name table.
+
+* **Hugging Face**: ``config.json`` (``model_type: gpt2``), ``model.safetensors``; names like
+  ``h.0.attn.c_attn.weight``, with or without ``transformer.``. GPT-2's layers are 1x1
+  convolutions stored ``[in, out]``; ``c_attn`` holds the query, key and value projections side
+  by side (``[dim, 3 * dim]``), loaded as three slices. ``lm_head.weight`` is the word
+  embedding table again (tied), and the attention-mask buffers of old files are not weights.
+* **OpenAI's TF release** (``hparams.json``, ``model.ckpt.*``, ``encoder.json``,
+  ``vocab.bpe``): names like ``model/h0/attn/c_attn/w``, the convolutions stored
+  ``[1, in, out]``, layer norms as ``g``/``b``.
+
+:class:`~texkit.modules.GPT2Decoder` keeps texkit's hparam names (it is a composed module), so
+the config is translated: ``n_embd`` to ``dim``, ``n_layer`` to ``decoder.num_blocks``, and so
+on (:func:`gpt2_hparams_from_config`). Its output layer is tied to the word embeddings, as
+GPT-2's LM head is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from texkit import registry
+from texkit.modules.decoders import GPT2Decoder
+from texkit.modules.encoders.bert_family import ACTIVATIONS
+from texkit.pretrained.checkpoints import (
+    CONV1D,
+    HUGGINGFACE,
+    OPENAI,
+    SAME,
+    CheckpointError,
+    Row,
+)
+from texkit.pretrained.loading import Family, Format, encoder_from_pretrained, register_family
+
+__all__ = ["GPT2", "gpt2_hparams_from_config", "gpt2_name_table"]
+
+# Hugging Face options that change the network; texkit builds their GPT-2 values only.
+_FIXED = {
+    "scale_attn_weights": True,
+    "scale_attn_by_inverse_layer_idx": False,
+    "add_cross_attention": False,
+    "tie_word_embeddings": True,
+}
+
+
+def gpt2_hparams_from_config(config: Mapping[str, Any], source: str = "config") -> dict:
+    """:class:`~texkit.modules.GPT2Decoder` hparams from a Hugging Face ``config.json`` or
+    OpenAI's ``hparams.json`` (``n_vocab``, ``n_ctx``, ``n_embd``, ``n_head``, ``n_layer``)."""
+    for key, value in _FIXED.items():
+        if key in config and config[key] != value:
+            raise CheckpointError(f"{source}: {key}={config[key]!r} is not supported ({value})")
+    openai = "n_vocab" in config
+
+    def need(key: str) -> Any:
+        if key not in config:
+            raise CheckpointError(f"{source}: missing {key!r}")
+        return config[key]
+
+    dim = need("n_embd")
+    inner = config.get("n_inner") or 4 * dim if isinstance(dim, int) else None
+    activation = config.get("activation_function", "gelu_new")
+    if activation not in ACTIVATIONS:
+        raise CheckpointError(
+            f"{source}: unknown activation_function {activation!r}; expected one of "
+            f"{sorted(ACTIVATIONS)}"
+        )
+    normal = {"type": "RandomNormal", "kwargs": {"stddev": config.get("initializer_range", 0.02)}}
+    return {
+        "vocab_size": need("n_vocab" if openai else "vocab_size"),
+        "dim": dim,
+        "embed": {"initializer": normal},
+        "decoder": {
+            "num_blocks": need("n_layer"),
+            "multihead_attention": {
+                "num_heads": need("n_head"),
+                "dropout_rate": config.get("attn_pdrop", 0.1),
+            },
+            "poswise_feedforward": {"dim": inner, "activation": ACTIVATIONS[activation]},
+            "embedding_dropout": config.get("embd_pdrop", 0.1),
+            "residual_dropout": config.get("resid_pdrop", 0.1),
+            "layer_norm_epsilon": config.get("layer_norm_epsilon", 1e-5),
+            "position_embedder": {
+                "position_size": need("n_ctx" if openai else "n_positions"),
+            },
+            "initializer": normal,
+        },
+    }
+
+
+def _names(hf: str, openai: str) -> dict:
+    return {HUGGINGFACE: hf, OPENAI: openai}
+
+
+def _norm(attribute: str, hf: str, openai: str) -> list[Row]:
+    return [
+        Row(f"{attribute}.gamma", _names(f"{hf}.weight", f"{openai}/g"), SAME),
+        Row(f"{attribute}.beta", _names(f"{hf}.bias", f"{openai}/b"), SAME),
+    ]
+
+
+def _conv(attribute: str, hf: str, openai: str, split: tuple[int, int] | None = None) -> list:
+    return [
+        Row(f"{attribute}.kernel", _names(f"{hf}.weight", f"{openai}/w"), CONV1D, split=split),
+        Row(f"{attribute}.bias", _names(f"{hf}.bias", f"{openai}/b"), SAME, split=split),
+    ]
+
+
+def gpt2_name_table(num_blocks: int) -> list[Row]:
+    """GPT-2's rows, from a :class:`~texkit.modules.GPT2Decoder`."""
+    rows = [
+        Row("word_embedder.embedding", _names("wte.weight", "model/wte"), SAME),
+        Row("decoder.position_embedder.embedding", _names("wpe.weight", "model/wpe"), SAME),
+    ]
+    for i in range(num_blocks):
+        block, hf, openai = f"decoder.blocks.{i}", f"h.{i}", f"model/h{i}"
+        rows += _norm(f"{block}.attention_norm", f"{hf}.ln_1", f"{openai}/ln_1")
+        for index, part in enumerate(("query", "key", "value")):
+            rows += _conv(
+                f"{block}.self_attention.{part}",
+                f"{hf}.attn.c_attn",
+                f"{openai}/attn/c_attn",
+                split=(index, 3),
+            )
+        rows += _conv(
+            f"{block}.self_attention.output_dense", f"{hf}.attn.c_proj", f"{openai}/attn/c_proj"
+        )
+        rows += _norm(f"{block}.ffn_norm", f"{hf}.ln_2", f"{openai}/ln_2")
+        rows += _conv(f"{block}.ffn_inner", f"{hf}.mlp.c_fc", f"{openai}/mlp/c_fc")
+        rows += _conv(f"{block}.ffn_output", f"{hf}.mlp.c_proj", f"{openai}/mlp/c_proj")
+    rows += _norm("decoder.output_norm", "ln_f", "model/ln_f")
+    return rows
+
+
+GPT2 = register_family(
+    Family(
+        name="gpt2",
+        model_types=("gpt2",),
+        module=GPT2Decoder,
+        formats=(
+            Format(
+                HUGGINGFACE,
+                "config.json",
+                "model.safetensors",
+                # Attention-mask buffers of old files, and the tied copy of wte.
+                re.compile(r"^(h\.\d+\.attn\.(bias|masked_bias)|lm_head\.weight)$"),
+                re.compile(r"^(wte|wpe|ln_f|h\.\d+)\."),
+            ),
+            Format(OPENAI, "hparams.json", "model.ckpt", re.compile(r"^$"), re.compile("^model/")),
+        ),
+        config_keys=(),
+        architecture_keys=(
+            "vocab_size",
+            "dim",
+            "decoder.num_blocks",
+            "decoder.multihead_attention.num_heads",
+            "decoder.poswise_feedforward.dim",
+            "decoder.poswise_feedforward.activation",
+            "decoder.position_embedder.position_size",
+            "decoder.layer_norm_epsilon",
+        ),
+        rows=lambda hparams, part: gpt2_name_table(hparams["decoder"]["num_blocks"]),
+        prefixes=("transformer.",),
+        sized=(
+            (("vocab_size", "dim"), "word_embedder.embedding"),
+            (
+                ("decoder.position_embedder.position_size", "dim"),
+                "decoder.position_embedder.embedding",
+            ),
+            (("dim", "decoder.poswise_feedforward.dim"), "decoder.blocks.0.ffn_inner.kernel"),
+        ),  # fmt: skip
+        num_layers_key="decoder.num_blocks",
+        layer_pattern=re.compile(r"(?:^|[./])h\.?(\d+)[./]"),
+        translate=gpt2_hparams_from_config,
+    )
+)
+
+registry.register_loader(GPT2Decoder, encoder_from_pretrained)

@@ -1,0 +1,133 @@
+"""T5 as data: its Hugging Face folder format, config translation and name table.
+
+Folder: ``config.json`` (``model_type: t5``) and ``model.safetensors``; names like
+``encoder.block.0.layer.0.SelfAttention.q.weight`` (projections stored ``[out, in]``), the
+relative position tables in each stack's first block, RMS norm weights as ``layer_norm.weight``.
+``encoder.embed_tokens.weight`` and ``decoder.embed_tokens.weight`` are the shared table again
+(tied) and are not loaded twice. T5 1.0 (``feed_forward_proj: relu``, tied output) and T5 1.1
+(``gated-gelu``, its own ``lm_head``) are both read; :class:`~texkit.modules.T5EncoderDecoder`'s
+hparams are the config's keys.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from texkit import registry
+from texkit.modules.t5 import T5EncoderDecoder
+from texkit.pretrained.checkpoints import DENSE, HUGGINGFACE, SAME, CheckpointError, Row
+from texkit.pretrained.loading import Family, Format, encoder_from_pretrained, register_family
+
+__all__ = ["T5", "t5_name_table"]
+
+_ATTENTION = (("q", "query"), ("k", "key"), ("v", "value"), ("o", "output_dense"))
+
+
+def _row(attribute: str, name: str, layout: str = DENSE) -> Row:
+    return Row(attribute, {HUGGINGFACE: name}, layout)
+
+
+def _attention(texkit: str, hf: str) -> list[Row]:
+    return [_row(f"{texkit}.{mine}.kernel", f"{hf}.{theirs}.weight") for theirs, mine in _ATTENTION]
+
+
+def _feed_forward(texkit: str, hf: str, gated: bool) -> list[Row]:
+    inner = ["wi_0", "wi_1"] if gated else ["wi"]
+    rows = [_row(f"{texkit}.inner.{i}.kernel", f"{hf}.{name}.weight") for i, name in
+            enumerate(inner)]  # fmt: skip
+    return [*rows, _row(f"{texkit}.output_dense.kernel", f"{hf}.wo.weight")]
+
+
+def t5_name_table(hparams: Mapping) -> list[Row]:
+    """T5's rows, from a :class:`~texkit.modules.T5EncoderDecoder` with these hparams."""
+    gated = hparams["feed_forward_proj"].startswith("gated")
+    rows = [_row("shared.embedding", "shared.weight", SAME)]
+    for side, layers in (
+        ("encoder", hparams["num_layers"]),
+        ("decoder", hparams["num_decoder_layers"] or hparams["num_layers"]),
+    ):
+        stack = f"{side}.stack"  # fmt: skip
+        rows.append(_row(
+            f"{stack}.relative_bias.embeddings",
+            f"{side}.block.0.layer.0.SelfAttention.relative_attention_bias.weight", SAME,
+        ))  # fmt: skip
+        for i in range(layers):
+            block, hf = f"{stack}.blocks.{i}", f"{side}.block.{i}.layer"
+            rows += _attention(f"{block}.self_attention", f"{hf}.0.SelfAttention")
+            rows.append(_row(f"{block}.self_attention_norm.scale", f"{hf}.0.layer_norm.weight",
+                             SAME))  # fmt: skip
+            ffn = 1
+            if side == "decoder":
+                rows += _attention(f"{block}.cross_attention", f"{hf}.1.EncDecAttention")
+                rows.append(_row(f"{block}.cross_attention_norm.scale",
+                                 f"{hf}.1.layer_norm.weight", SAME))  # fmt: skip
+                ffn = 2
+            rows += _feed_forward(f"{block}.ffn", f"{hf}.{ffn}.DenseReluDense", gated)
+            rows.append(_row(f"{block}.ffn_norm.scale", f"{hf}.{ffn}.layer_norm.weight", SAME))
+        rows.append(_row(f"{stack}.final_norm.scale", f"{side}.final_layer_norm.weight", SAME))
+    if not hparams["tie_word_embeddings"]:
+        rows.append(_row("decoder.lm_head.kernel", "lm_head.weight"))
+    return rows
+
+
+def _check_config(config: Mapping[str, Any], source: str) -> None:
+    tied = config.get("tie_word_embeddings", True)
+    scaled = config.get("scale_decoder_outputs", tied)
+    if scaled != tied:
+        raise CheckpointError(
+            f"{source}: scale_decoder_outputs={scaled!r} with tie_word_embeddings={tied!r} is "
+            "not supported (T5 scales the decoder's output exactly when the output is tied)"
+        )
+
+
+_KEYS = tuple(k for k in T5EncoderDecoder.default_hparams() if k != "name")
+
+T5 = register_family(
+    Family(
+        name="t5",
+        model_types=("t5",),
+        module=T5EncoderDecoder,
+        formats=(
+            Format(
+                HUGGINGFACE,
+                "config.json",
+                "model.safetensors",
+                re.compile(r"^(encoder|decoder)\.embed_tokens\.weight$"),  # the shared table
+                re.compile(r"^(shared|encoder|decoder)\."),
+            ),
+        ),
+        config_keys=_KEYS,
+        architecture_keys=tuple(
+            k for k in _KEYS if k not in ("dropout_rate", "initializer_factor")
+        ),
+        config_defaults={
+            "num_decoder_layers": None,
+            "feed_forward_proj": "relu",  # configs older than T5 1.1 do not say
+            "tie_word_embeddings": True,
+            "relative_attention_max_distance": 128,
+            "initializer_factor": 1.0,
+            "decoder_start_token_id": 0,
+            "eos_token_id": 1,
+            "pad_token_id": 0,
+            "dropout_rate": 0.1,
+            "layer_norm_epsilon": 1e-6,
+        },
+        rows=lambda hparams, part: t5_name_table(hparams),
+        sized=(
+            (("vocab_size", "d_model"), "shared.embedding"),
+            (
+                ("relative_attention_num_buckets", "num_heads"),
+                "encoder.stack.relative_bias.embeddings",
+            ),
+            (("d_model", "d_ff"), "encoder.stack.blocks.0.ffn.inner.0.kernel"),
+        ),  # fmt: skip
+        num_layers_key="num_layers",
+        layer_pattern=re.compile(r"^encoder\.block\.(\d+)\."),
+        more_layer_counts=(("num_decoder_layers", re.compile(r"^decoder\.block\.(\d+)\.")),),
+        check_config=_check_config,
+    )
+)
+
+registry.register_loader(T5EncoderDecoder, encoder_from_pretrained)
