@@ -1,4 +1,4 @@
-"""Tokenizers: BERT's WordPiece tokenizer in the TensorFlow graph, with the reference's ids.
+"""Tokenizers in the TensorFlow graph, with the reference's ids: BERT's WordPiece, GPT-2's BPE.
 
 * :mod:`~texkit.data.tokenizers.bert_tokenizer`: :class:`BERTTokenizer`, what it reproduces and
   its known differences from the reference tokenizer.
@@ -8,9 +8,12 @@
 * :mod:`~texkit.data.tokenizers.fast_path`: the texts ``tf_text.FastBertTokenizer`` tokenizes as
   the tables do, and how a batch is routed between the two.
 * :mod:`~texkit.data.tokenizers.packing`: ``[CLS] A [SEP] B [SEP]`` padded to a static length.
+* :mod:`~texkit.data.tokenizers.byte_bpe`: :class:`GPT2BPETokenizer`, GPT-2's and RoBERTa's
+  byte-level BPE (``vocab.json`` + ``merges.txt``), what it reproduces and how without lookahead.
 """
 
 from texkit.data.tokenizers.bert_tokenizer import BERTTokenizer
+from texkit.data.tokenizers.byte_bpe import GPT2BPETokenizer
 from texkit.data.tokenizers.vocab_file import (
     CLS_TOKEN,
     MASK_TOKEN,
@@ -23,6 +26,7 @@ from texkit.data.tokenizers.vocab_file import (
 __all__ = [
     "BERTTokenizer",
     "CLS_TOKEN",
+    "GPT2BPETokenizer",
     "MASK_TOKEN",
     "PAD_TOKEN",
     "SEP_TOKEN",
