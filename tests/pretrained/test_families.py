@@ -328,3 +328,15 @@ def test_roberta_positions_start_after_the_padding_id():
     too_long = np.full((1, encoder.max_length + 1), 5, np.int32)
     with pytest.raises(ValueError, match=f"more than the {encoder.max_length} positions"):
         encoder(too_long)
+
+
+def test_xlm_roberta_configs_load_as_roberta(tmp_path):
+    """Hugging Face's XLM-RoBERTa is RoBERTa's network and names under another model_type."""
+    path = copy_of("roberta", tmp_path)
+    rewrite(path, config={**config_of(path), "model_type": "xlm-roberta"})
+    encoder = tx.pretrained.from_pretrained(path)
+    assert type(encoder) is RoBERTaEncoder and encoder.load_report.family == "roberta"
+    ref = reference("roberta")
+    ids, kwargs = inputs(ref)
+    outputs, _ = encoder(ids, **kwargs)
+    assert_valid_steps_close(outputs.numpy(), ref["last_hidden_state"], ref["lengths"])

