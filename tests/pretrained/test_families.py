@@ -9,6 +9,7 @@ step. The loader's failure modes are checked for every family on copies of the f
 
 import json
 import os
+import re
 import shutil
 
 import numpy as np
@@ -340,3 +341,61 @@ def test_xlm_roberta_configs_load_as_roberta(tmp_path):
     ids, kwargs = inputs(ref)
     outputs, _ = encoder(ids, **kwargs)
     assert_valid_steps_close(outputs.numpy(), ref["last_hidden_state"], ref["lengths"])
+
+
+def albert_google_name(hf_name):
+    """Hugging Face ALBERT name -> (Google TF name, transpose?), by the two releases' naming."""
+    rules = [
+        (r"^embeddings\.(\w+_embeddings)\.weight$", r"bert/embeddings/\1"),
+        (r"^embeddings\.LayerNorm\.", "bert/embeddings/LayerNorm."),
+        (r"^encoder\.embedding_hidden_mapping_in\.", "bert/encoder/embedding_hidden_mapping_in."),
+        (r"^pooler\.", "bert/pooler/dense."),
+    ]
+    block = "bert/encoder/transformer/group_0/inner_group_0/"
+    parts = {
+        "attention.query": "attention_1/self/query", "attention.key": "attention_1/self/key",
+        "attention.value": "attention_1/self/value", "attention.dense": "attention_1/output/dense",
+        "attention.LayerNorm": "LayerNorm", "ffn": "ffn_1/intermediate/dense",
+        "ffn_output": "ffn_1/intermediate/output/dense", "full_layer_layer_norm": "LayerNorm_1",
+    }  # fmt: skip
+    for hf, google in parts.items():
+        rules.append(
+            (rf"^encoder\.albert_layer_groups\.0\.albert_layers\.0\.{hf}\.", block + google + ".")
+        )
+    name = hf_name
+    for pattern, replacement in rules:
+        name = re.sub(pattern, replacement, name)
+    norm = "LayerNorm" in name.rsplit("/", 1)[-1]
+    transpose = name.endswith(".weight") and not norm
+    name = re.sub(r"\.weight$", ".gamma" if norm else ".kernel", name)
+    name = re.sub(r"\.bias$", ".beta" if norm else ".bias", name)
+    return name.replace(".", "/"), transpose
+
+
+def test_albert_google_release_format(tmp_path):
+    """ALBERT's TF release: albert_config.json (``gelu`` meaning the tanh form) and one
+    checkpoint named model.ckpt-best; the same weights give the reference's outputs."""
+    release = tmp_path / "albert_base"
+    release.mkdir()
+    names, tensors = [], []
+    for hf_name, value in state_of(os.path.join(FIXTURES, "albert")).items():
+        name, transpose = albert_google_name(hf_name)
+        names += [name, name + "/adam_m"]
+        tensors += [value.T if transpose else value, np.zeros_like(value.T if transpose else value)]
+    tf.raw_ops.SaveV2(
+        prefix=str(release / "model.ckpt-best"), tensor_names=names,
+        shape_and_slices=[""] * len(names), tensors=[tf.constant(t) for t in tensors],
+    )  # fmt: skip
+    config = config_of(os.path.join(FIXTURES, "albert"))
+    google = {k: v for k, v in config.items() if k not in ("model_type", "layer_norm_eps")}
+    google["hidden_act"] = "gelu"  # Google's name for what Hugging Face calls gelu_new
+    (release / "albert_config.json").write_text(json.dumps(google))
+    encoder = tx.pretrained.from_pretrained(str(release))
+    assert type(encoder) is ALBERTEncoder and encoder.load_report.format == "google"
+    assert encoder.hparams.hidden_act == "gelu_new"
+    assert "bert/pooler/dense/kernel" in encoder.load_report.loaded
+    ref = reference("albert")
+    ids, kwargs = inputs(ref)
+    outputs, pooled = encoder(ids, **kwargs)
+    assert_valid_steps_close(outputs.numpy(), ref["last_hidden_state"], ref["lengths"])
+    np.testing.assert_allclose(pooled.numpy(), ref["pooler_output"], atol=1e-5, rtol=0)

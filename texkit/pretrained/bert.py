@@ -11,7 +11,11 @@ loading itself is :mod:`texkit.pretrained.loading`'s. Formats:
 * **Google TF checkpoint** (the original BERT release): ``bert_config.json``,
   ``bert_model.ckpt.index`` + ``bert_model.ckpt.data-*``, ``vocab.txt``; names like
   ``bert/encoder/layer_0/attention/self/query/kernel``, dense kernels stored ``[in, out]``.
-  Optimizer slots (``adam_m``, ``adam_v``) and ``global_step`` are skipped.
+  Optimizer slots (``adam_m``, ``adam_v``) and ``global_step`` are skipped. ALBERT's TF
+  release too: ``albert_config.json`` and one checkpoint of any prefix (``model.ckpt-best``),
+  the shared block under ``bert/encoder/transformer/group_0/inner_group_0/``. In both, the
+  config's ``"gelu"`` is the tanh approximation (what Google's code computes), which texkit
+  and Hugging Face call ``"gelu_new"``.
 
 BERT's functions of earlier releases (:func:`load_bert_checkpoint`, :func:`read_bert_config`,
 :func:`bert_hparams_from_config`, :func:`detect_format`) remain, on the shared mechanism.
@@ -103,6 +107,23 @@ def _absolute_positions(config: Mapping, source: str) -> None:
         )
 
 
+def _google_config(config: dict) -> dict:
+    """A Google release's config in Hugging Face's terms: Google's BERT and ALBERT code compute
+    ``"gelu"`` with the tanh approximation, Hugging Face's ``"gelu_new"``."""
+    if config.get("hidden_act") == "gelu":
+        config["hidden_act"] = "gelu_new"
+    return config
+
+
+def _albert_variants(config: Mapping, source: str) -> None:
+    """Options of Google's ALBERT code that change the network from the released layout."""
+    _absolute_positions(config, source)
+    for key, plain in (("net_structure_type", 0), ("gap_size", 0), ("num_memory_blocks", 0),
+                       ("down_scale_factor", 1), ("layers_to_keep", [])):  # fmt: skip
+        if key in config and config[key] != plain:
+            raise CheckpointError(f"{source}: {key}={config[key]!r} is not supported ({plain!r})")
+
+
 def _rows(names: FamilyNames, layers_key: str, segments: bool = True):
     def rows(hparams: Any, part: str) -> list[Row]:
         if part == "mlm":
@@ -149,7 +170,12 @@ BERT = register_family(
         module=BERTEncoder,
         formats=(
             Format(
-                GOOGLE, "bert_config.json", "bert_model.ckpt", GOOGLE_SKIPPED, re.compile(r"^bert/")
+                GOOGLE,
+                "bert_config.json",
+                "bert_model.ckpt",
+                GOOGLE_SKIPPED,
+                re.compile(r"^bert/"),
+                _google_config,
             ),
             _hf_format("embeddings", "encoder", "pooler"),
         ),  # fmt: skip
@@ -200,7 +226,17 @@ ALBERT = register_family(
         name="albert",
         model_types=("albert",),
         module=ALBERTEncoder,
-        formats=(_hf_format("embeddings", "encoder", "pooler"),),
+        formats=(
+            Format(
+                GOOGLE,
+                "albert_config.json",
+                "*",
+                GOOGLE_SKIPPED,
+                re.compile(r"^bert/(embeddings|encoder|pooler)/"),
+                _google_config,
+            ),
+            _hf_format("embeddings", "encoder", "pooler"),
+        ),  # fmt: skip
         config_keys=_keys(ALBERTEncoder),
         architecture_keys=(
             *_BERT_ARCHITECTURE,
@@ -208,11 +244,12 @@ ALBERT = register_family(
             "num_hidden_groups",
             "inner_group_num",
         ),
+        config_defaults={"layer_norm_eps": 1e-12},  # Google's configs leave it out
         rows=_rows(ALBERT_NAMES, "num_hidden_layers"),
         optional_parts={"pooler": ""},
         prefixes=("albert.",),
         sized=_FACTORIZED_SIZED,
-        check_config=_absolute_positions,
+        check_config=_albert_variants,
     )
 )
 DISTILBERT = register_family(

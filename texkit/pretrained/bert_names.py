@@ -181,6 +181,16 @@ DISTILBERT_NAMES = FamilyNames(
         "pooler": None,
     }
 )
+_ALBERT_GOOGLE_PARTS = {
+    "query": "attention_1/self/query",
+    "key": "attention_1/self/key",
+    "value": "attention_1/self/value",
+    "attention_output": "attention_1/output/dense",
+    "attention_norm": "LayerNorm",
+    "ffn_inner": "ffn_1/intermediate/dense",
+    "ffn_output": "ffn_1/intermediate/output/dense",
+    "ffn_norm": "LayerNorm_1",
+}
 ALBERT_NAMES = FamilyNames(
     {
         "embeddings": "embeddings",
@@ -197,6 +207,13 @@ ALBERT_NAMES = FamilyNames(
             "ffn_norm": "full_layer_layer_norm",
         },
         "pooler": "pooler",
+    },
+    google={
+        "embeddings": "bert/embeddings",
+        "projection": "bert/encoder/embedding_hidden_mapping_in",
+        "block": "bert/encoder/transformer/group_0/inner_group_0",
+        "parts": _ALBERT_GOOGLE_PARTS,
+        "pooler": "bert/pooler/dense",
     },
     shared=True,
 )

@@ -81,6 +81,12 @@ class Format:
         skipped: entries that are not weights, or copies of loaded ones (never reported).
         own: entries that belong to the module (after the model prefix is removed): one the
             tables do not know is an error, not an unused entry.
+        config_translate: what the format's configs mean in the family's terms, applied to a
+            raw config first (Google's ``"gelu"`` is the tanh approximation); ``None``: as
+            written.
+
+    A TF checkpoint's ``weights`` may be ``"*"``: the one checkpoint in the folder, whatever
+    its prefix (ALBERT's releases name theirs ``model.ckpt-best``).
     """
 
     name: str
@@ -88,6 +94,7 @@ class Format:
     weights: str
     skipped: re.Pattern
     own: re.Pattern
+    config_translate: Callable[[dict], dict] | None = None
 
 
 @dataclass(frozen=True)
@@ -188,8 +195,24 @@ def _read_json(file: str) -> Any:
 
 def _has_weights(files: set[str], fmt: Format) -> bool:
     if fmt.name != HUGGINGFACE:  # a TF checkpoint: its prefix names the files
+        if fmt.weights == "*":
+            return any(f.endswith(".index") for f in files)
         return any(f.startswith(fmt.weights + ".") for f in files)
     return fmt.weights in files
+
+
+def _weights_file(path: str, fmt: Format) -> str:
+    """The weights of a folder in format ``fmt`` (a TF checkpoint: its prefix)."""
+    if fmt.weights != "*":
+        return os.path.join(path, fmt.weights)
+    prefixes = sorted(
+        f[: -len(".index")] for f in tf.io.gfile.listdir(path) if f.endswith(".index")
+    )
+    if len(prefixes) != 1:
+        raise CheckpointError(
+            f"{path}: expected one TF checkpoint (a *.index file), found {prefixes or 'none'}"
+        )
+    return os.path.join(path, prefixes[0])
 
 
 def inspect_folder(path: str | os.PathLike) -> tuple[Family, Format, dict]:
@@ -210,8 +233,9 @@ def inspect_folder(path: str | os.PathLike) -> tuple[Family, Format, dict]:
         for fmt in family.formats:
             if fmt.config_file != _HF_CONFIG and fmt.config_file in files:
                 if not _has_weights(files, fmt):
+                    weights = "TF checkpoint" if fmt.weights == "*" else fmt.weights
                     raise CheckpointError(
-                        f"{path}: {fmt.config_file} found but no {fmt.weights}.index/data"
+                        f"{path}: {fmt.config_file} found but no {weights}.index/data"
                     )
                 config = _read_json(os.path.join(path, fmt.config_file))
                 return family, fmt, _as_object(config, os.path.join(path, fmt.config_file))
@@ -248,7 +272,9 @@ def _refuse_pickles(path: str, files: set[str]) -> None:
         )
 
 
-def hparams_from_config(family: Family, config: Mapping[str, Any], source: str = "config") -> dict:
+def hparams_from_config(
+    family: Family, config: Mapping[str, Any], source: str = "config", fmt: Format | None = None
+) -> dict:
     """Translates a family's config dict into its module's validated hparams (a plain dict).
 
     Keys texkit does not use (``architectures``, ``bos_token_id``, ...) are ignored; a missing
@@ -257,6 +283,8 @@ def hparams_from_config(family: Family, config: Mapping[str, Any], source: str =
     """
     if not isinstance(config, Mapping):
         raise CheckpointError(f"{source}: expected a JSON object")
+    if fmt is not None and fmt.config_translate is not None:
+        config = fmt.config_translate(dict(config))
     if family.check_config is not None:
         family.check_config(config, source)
     if family.translate is not None:
@@ -286,7 +314,7 @@ def read_config(path: str | os.PathLike) -> tuple[Family, dict]:
     family module's hparams."""
     path = resolve_checkpoint(path)
     family, fmt, config = inspect_folder(path)
-    return family, hparams_from_config(family, config, os.path.join(path, fmt.config_file))
+    return family, hparams_from_config(family, config, os.path.join(path, fmt.config_file), fmt)
 
 
 def merge_user_hparams(family: Family, config: dict, hparams: Any, source: str) -> dict:
@@ -327,7 +355,7 @@ def _deep_merge(base: Mapping, changes: Mapping) -> dict:
 
 def _reader(path: str, family: Family, fmt: Format) -> CheckpointReader:
     return CheckpointReader(
-        os.path.join(path, fmt.weights),
+        _weights_file(path, fmt),
         fmt.name,
         lambda name: bool(fmt.skipped.search(_strip_prefix(family, name))),
     )
@@ -427,7 +455,7 @@ def _checked_config(cls: type, path: str) -> tuple[Family, Format, dict]:
             f"{wanted.name}: load it with {family.module.__name__}, or with "
             "texkit.pretrained.from_pretrained, which picks the class"
         )
-    config = hparams_from_config(family, raw, source)
+    config = hparams_from_config(family, raw, source, fmt)
     check_config_against_weights(family, config, path, fmt)
     return family, fmt, config
 
