@@ -1,4 +1,5 @@
-"""Tokenizers in the TensorFlow graph, with the reference's ids: BERT's WordPiece, GPT-2's BPE.
+"""Tokenizers in the TensorFlow graph, with the reference's ids: BERT's WordPiece, GPT-2's BPE,
+ALBERT's and T5's SentencePiece.
 
 * :mod:`~texkit.data.tokenizers.bert_tokenizer`: :class:`BERTTokenizer`, what it reproduces and
   its known differences from the reference tokenizer.
@@ -10,10 +11,14 @@
 * :mod:`~texkit.data.tokenizers.packing`: ``[CLS] A [SEP] B [SEP]`` padded to a static length.
 * :mod:`~texkit.data.tokenizers.byte_bpe`: :class:`GPT2BPETokenizer`, GPT-2's and RoBERTa's
   byte-level BPE (``vocab.json`` + ``merges.txt``), what it reproduces and how without lookahead.
+* :mod:`~texkit.data.tokenizers.sentencepiece`: :class:`SentencePieceTokenizer`, ALBERT's and
+  T5's SentencePiece (``spiece.model``), ALBERT's preprocessing in TensorFlow ops, what it
+  reproduces and its known differences.
 """
 
 from texkit.data.tokenizers.bert_tokenizer import BERTTokenizer
 from texkit.data.tokenizers.byte_bpe import GPT2BPETokenizer
+from texkit.data.tokenizers.sentencepiece import SentencePieceTokenizer
 from texkit.data.tokenizers.vocab_file import (
     CLS_TOKEN,
     MASK_TOKEN,
@@ -31,5 +36,6 @@ __all__ = [
     "PAD_TOKEN",
     "SEP_TOKEN",
     "SPECIAL_TOKENS",
+    "SentencePieceTokenizer",
     "UNK_TOKEN",
 ]
