@@ -1,7 +1,7 @@
 """Pretrained checkpoints: the BERT family (BERT, RoBERTa, DistilBERT, ALBERT, ELECTRA), GPT-2, T5.
 
 :func:`from_pretrained` builds whatever module a checkpoint folder holds. A family is data
-(:class:`~texkit.pretrained.loading.Family`: its module, config translation and name tables);
+(:class:`~texkit.pretrained.family.Family`: its module, config translation and name tables);
 :mod:`~texkit.pretrained.loading` loads every family the same strict, all-or-nothing way, and
 :mod:`~texkit.pretrained.checkpoints` holds what the readers share. Each family registers a
 loader for each texkit class it loads (``texkit.registry.register_loader``), which the classes'
@@ -17,13 +17,10 @@ from texkit.pretrained.bert import (
 )
 from texkit.pretrained.bert_names import bert_name_table
 from texkit.pretrained.checkpoints import CheckpointError, LoadReport, resolve_checkpoint
+from texkit.pretrained.family import FAMILIES
+from texkit.pretrained.folders import read_config
 from texkit.pretrained.gpt2 import gpt2_hparams_from_config
-from texkit.pretrained.loading import (
-    FAMILIES,
-    from_pretrained,
-    load_checkpoint,
-    read_config,
-)
+from texkit.pretrained.loading import from_pretrained, load_checkpoint
 from texkit.pretrained.t5 import t5_name_table
 
 __all__ = [

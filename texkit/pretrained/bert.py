@@ -1,6 +1,6 @@
 """The BERT family as data: BERT, RoBERTa, DistilBERT, ALBERT and ELECTRA.
 
-Each member is a :class:`~texkit.pretrained.loading.Family`: its module, its configs'
+Each member is a :class:`~texkit.pretrained.family.Family`: its module, its configs'
 ``model_type``, its folder formats and name tables (:mod:`texkit.pretrained.bert_names`); the
 loading itself is :mod:`texkit.pretrained.loading`'s. Formats:
 
@@ -62,16 +62,12 @@ from texkit.pretrained.checkpoints import (
     Row,
     resolve_checkpoint,
 )
+from texkit.pretrained.family import Family, Format, register_family
+from texkit.pretrained.folders import hparams_from_config, inspect_folder, read_config
 from texkit.pretrained.loading import (
-    Family,
-    Format,
     encoder_from_pretrained,
-    hparams_from_config,
-    inspect_folder,
     load_checkpoint,
     model_from_pretrained,
-    read_config,
-    register_family,
 )
 
 __all__ = [

@@ -32,7 +32,8 @@ from texkit.pretrained.checkpoints import (
     CheckpointError,
     Row,
 )
-from texkit.pretrained.loading import Family, Format, encoder_from_pretrained, register_family
+from texkit.pretrained.family import Family, Format, register_family
+from texkit.pretrained.loading import encoder_from_pretrained
 
 __all__ = ["GPT2", "gpt2_hparams_from_config", "gpt2_name_table"]
 

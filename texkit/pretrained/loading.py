@@ -1,13 +1,10 @@
-"""One loading mechanism for every pretrained family: folders, configs, checks, strict loading.
+"""One loading mechanism for every pretrained family: checks before building, strict loading.
 
-A family is data (:class:`Family`): the texkit class it builds, the ``model_type`` values of its
-configs, how a config translates to hparams, its folder formats and its name tables. This module
-does the rest, the same way for all:
+A family is data (:class:`~texkit.pretrained.family.Family`): the texkit class it builds, the
+``model_type`` values of its configs, how a config translates to hparams, its folder formats
+and its name tables. :mod:`~texkit.pretrained.folders` reads a folder and its config; this
+module does the rest, the same way for all:
 
-* **Folders.** A Hugging Face folder (``config.json`` + ``model.safetensors``) names its family
-  in ``config.json``'s ``model_type``; Google's TF release of BERT (``bert_config.json`` +
-  ``bert_model.ckpt.*``) is recognised by its files. A folder with only ``pytorch_model.bin``
-  (or any other pickle) is refused: unpickling can run arbitrary code.
 * **Configs.** A family keeps its config's key names as hparams, so the translation copies the
   keys texkit uses and checks them; a user's hparams may change dropout rates and names, and an
   architecture value that contradicts the checkpoint is an error.
@@ -23,19 +20,15 @@ does the rest, the same way for all:
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
-import tensorflow as tf
 
 from texkit.configurable import ModuleBase
-from texkit.hparams import HParams, HParamsError
+from texkit.hparams import HParamsError
 from texkit.pretrained.checkpoints import (
     HUGGINGFACE,
     CheckpointError,
@@ -48,306 +41,25 @@ from texkit.pretrained.checkpoints import (
     stored_shape,
     to_keras_layout,
 )
+from texkit.pretrained.family import FAMILIES, Family, Format, family_of
+from texkit.pretrained.folders import (
+    get_path,
+    hparams_from_config,
+    inspect_folder,
+    merge_user_hparams,
+    set_path,
+    weights_file,
+)
 
 __all__ = [
-    "FAMILIES",
-    "Family",
-    "Format",
     "check_config_against_weights",
-    "family_of",
+    "encoder_from_pretrained",
     "from_pretrained",
-    "hparams_from_config",
-    "inspect_folder",
     "load_checkpoint",
-    "merge_user_hparams",
-    "read_config",
-    "register_family",
+    "model_from_pretrained",
 ]
 
 logger = logging.getLogger(__name__)
-
-_HF_CONFIG, _HF_WEIGHTS = "config.json", "model.safetensors"
-_PICKLES = ("pytorch_model.bin", "model.pt", "model.ckpt.pt", "checkpoint.pt", "model.pkl")
-
-
-@dataclass(frozen=True)
-class Format:
-    """One folder format of a family.
-
-    Attributes:
-        name: ``GOOGLE`` or ``HUGGINGFACE`` (the reader to use).
-        config_file: the config's file name.
-        weights: the weights' file name (a TF checkpoint: its prefix).
-        skipped: entries that are not weights, or copies of loaded ones (never reported).
-        own: entries that belong to the module (after the model prefix is removed): one the
-            tables do not know is an error, not an unused entry.
-        config_translate: what the format's configs mean in the family's terms, applied to a
-            raw config first (Google's ``"gelu"`` is the tanh approximation); ``None``: as
-            written.
-
-    A TF checkpoint's ``weights`` may be ``"*"``: the one checkpoint in the folder, whatever
-    its prefix (ALBERT's releases name theirs ``model.ckpt-best``).
-    """
-
-    name: str
-    config_file: str
-    weights: str
-    skipped: re.Pattern
-    own: re.Pattern
-    config_translate: Callable[[dict], dict] | None = None
-
-
-@dataclass(frozen=True)
-class Family:
-    """A pretrained family as data.
-
-    Attributes:
-        name: the family's name (``"bert"``).
-        model_types: the ``model_type`` values of its Hugging Face configs.
-        module: the texkit class it builds (e.g. :class:`~texkit.modules.RoBERTaEncoder`).
-        formats: its folder formats, the first one found in a folder is used.
-        config_keys: the hparams read from the config (the module's hparams less ``name``).
-        architecture_keys: the hparams that define the architecture: required in a config, and
-            a user's value must agree with the checkpoint's.
-        config_defaults: values of keys a config may leave out (Google's BERT configs have no
-            ``layer_norm_eps``).
-        rows: ``rows(hparams, part)``: the name table of ``part`` (``"encoder"`` or an optional
-            part) for the module's validated hparams.
-        optional_parts: parts loaded when the checkpoint has them, else left as initialized and
-            reported (``"pooler"``; heads: ``"mlm"``, ``"nsp"``), with the attribute that holds
-            each (``""``: the module itself).
-        prefixes: Hugging Face model prefixes that may precede names (``"bert."``).
-        sized: ``(hparams paths, attribute)``: a weight whose Keras shape is those hparams'
-            values, checked before building (paths are dotted in nested hparams).
-        num_layers_key: the hparams path of the number of layers, checked against the layer
-            indices in the names (``None``: not checked, e.g. a shared block).
-        layer_pattern: finds a layer index in an entry's name (group 1).
-        more_layer_counts: more ``(hparams path, pattern)`` pairs checked the same way (a
-            decoder's layers).
-        check_config: more checks of a raw config (``(config, source)``), or ``None``.
-        translate: ``(config, source) -> hparams`` for a module whose hparams are not its
-            config's keys (GPT-2's); ``None``: the ``config_keys`` are copied.
-    """
-
-    name: str
-    model_types: tuple[str, ...]
-    module: type
-    formats: tuple[Format, ...]
-    config_keys: tuple[str, ...]
-    architecture_keys: tuple[str, ...]
-    rows: Callable[[Any, str], list[Row]]
-    optional_parts: dict[str, str] = field(default_factory=dict)
-    prefixes: tuple[str, ...] = ()
-    config_defaults: dict[str, Any] = field(default_factory=dict)
-    sized: tuple[tuple[tuple[str, ...], str], ...] = ()
-    num_layers_key: str | None = None
-    layer_pattern: re.Pattern = re.compile(r"(?:^|[./])layer[._](\d+)[./]")
-    more_layer_counts: tuple[tuple[str, re.Pattern], ...] = ()
-    check_config: Callable[[Mapping, str], None] | None = None
-    translate: Callable[[Mapping, str], dict] | None = None
-
-
-FAMILIES: dict[str, Family] = {}
-
-
-def register_family(family: Family) -> Family:
-    """Adds ``family`` to :data:`FAMILIES` (by name); its ``model_types`` must be new."""
-    for other in FAMILIES.values():
-        if other.name != family.name and set(other.model_types) & set(family.model_types):
-            raise ValueError(f"{family.name} and {other.name} both claim {other.model_types}")
-    FAMILIES[family.name] = family
-    return family
-
-
-def family_of(module_class: type) -> Family:
-    """The family whose module is ``module_class`` or its nearest base class."""
-    for klass in module_class.__mro__:
-        for family in FAMILIES.values():
-            if family.module is klass:
-                return family
-    raise TypeError(f"no pretrained family builds {module_class.__name__}")
-
-
-def _supported() -> str:
-    return ", ".join(sorted(t for f in FAMILIES.values() for t in f.model_types))
-
-
-def _family_for_type(model_type: Any, source: str) -> Family:
-    for family in FAMILIES.values():
-        if model_type in family.model_types:
-            return family
-    raise CheckpointError(
-        f"{source}: model_type {model_type!r} is not a family texkit loads (supported: "
-        f"{_supported()})"
-    )
-
-
-# -- folders and configs ---------------------------------------------------------------------
-
-
-def _read_json(file: str) -> Any:
-    try:
-        with tf.io.gfile.GFile(file) as f:
-            return json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise CheckpointError(f"{file}: not valid JSON ({error})") from None
-
-
-def _has_weights(files: set[str], fmt: Format) -> bool:
-    if fmt.name != HUGGINGFACE:  # a TF checkpoint: its prefix names the files
-        if fmt.weights == "*":
-            return any(f.endswith(".index") for f in files)
-        return any(f.startswith(fmt.weights + ".") for f in files)
-    return fmt.weights in files
-
-
-def _weights_file(path: str, fmt: Format) -> str:
-    """The weights of a folder in format ``fmt`` (a TF checkpoint: its prefix)."""
-    if fmt.weights != "*":
-        return os.path.join(path, fmt.weights)
-    prefixes = sorted(
-        f[: -len(".index")] for f in tf.io.gfile.listdir(path) if f.endswith(".index")
-    )
-    if len(prefixes) != 1:
-        raise CheckpointError(
-            f"{path}: expected one TF checkpoint (a *.index file), found {prefixes or 'none'}"
-        )
-    return os.path.join(path, prefixes[0])
-
-
-def inspect_folder(path: str | os.PathLike) -> tuple[Family, Format, dict]:
-    """The family, format and raw config of the checkpoint folder ``path``.
-
-    Raises:
-        CheckpointError: not a folder, no config or no weights, a pickle-only folder, or a
-            ``model_type`` texkit does not load (the message names the supported ones).
-    """
-    path = os.fspath(path)
-    if not tf.io.gfile.isdir(path):
-        if tf.io.gfile.exists(path):
-            raise CheckpointError(f"{path}: expected a checkpoint folder, got a file")
-        raise CheckpointError(f"{path}: no such checkpoint folder")
-    files = set(tf.io.gfile.listdir(path))
-    # A folder in a format named by its files (Google's BERT release).
-    for family in FAMILIES.values():
-        for fmt in family.formats:
-            if fmt.config_file != _HF_CONFIG and fmt.config_file in files:
-                if not _has_weights(files, fmt):
-                    weights = "TF checkpoint" if fmt.weights == "*" else fmt.weights
-                    raise CheckpointError(
-                        f"{path}: {fmt.config_file} found but no {weights}.index/data"
-                    )
-                config = _read_json(os.path.join(path, fmt.config_file))
-                return family, fmt, _as_object(config, os.path.join(path, fmt.config_file))
-    if _HF_CONFIG in files:
-        file = os.path.join(path, _HF_CONFIG)
-        config = _as_object(_read_json(file), file)
-        family = _family_for_type(config.get("model_type"), file)
-        for fmt in family.formats:
-            if fmt.config_file == _HF_CONFIG and _has_weights(files, fmt):
-                return family, fmt, config
-        _refuse_pickles(path, files)
-        raise CheckpointError(f"{path}: {_HF_CONFIG} found but no {_HF_WEIGHTS}")
-    _refuse_pickles(path, files)
-    raise CheckpointError(
-        f"{path}: not a checkpoint folder (expected {_HF_CONFIG} + {_HF_WEIGHTS}, or Google's "
-        f"bert_config.json + bert_model.ckpt.*; found {sorted(files) or 'nothing'})"
-    )
-
-
-def _as_object(config: Any, source: str) -> dict:
-    if not isinstance(config, Mapping):
-        raise CheckpointError(f"{source}: expected a JSON object")
-    return dict(config)
-
-
-def _refuse_pickles(path: str, files: set[str]) -> None:
-    found = sorted(files.intersection(_PICKLES))
-    if found:
-        raise CheckpointError(
-            f"{path}: only {', '.join(found)} found. texkit does not load pickle files "
-            "(unpickling can run arbitrary code). Convert it to model.safetensors first, e.g. "
-            "with the `safetensors` package in a trusted environment: load the state dict with "
-            "torch and write it with safetensors.torch.save_file."
-        )
-
-
-def hparams_from_config(
-    family: Family, config: Mapping[str, Any], source: str = "config", fmt: Format | None = None
-) -> dict:
-    """Translates a family's config dict into its module's validated hparams (a plain dict).
-
-    Keys texkit does not use (``architectures``, ``bos_token_id``, ...) are ignored; a missing
-    architecture key, a value of the wrong type or a variant texkit does not build is an error
-    naming ``source``.
-    """
-    if not isinstance(config, Mapping):
-        raise CheckpointError(f"{source}: expected a JSON object")
-    if fmt is not None and fmt.config_translate is not None:
-        config = fmt.config_translate(dict(config))
-    if family.check_config is not None:
-        family.check_config(config, source)
-    if family.translate is not None:
-        hparams = family.translate(config, source)
-    else:
-        hparams = _copy_keys(family, config, source)
-    try:
-        return HParams(hparams, family.module.default_hparams()).todict()
-    except HParamsError as error:
-        raise CheckpointError(f"{source}: {error}") from None
-
-
-def _copy_keys(family: Family, config: Mapping[str, Any], source: str) -> dict:
-    hparams = {}
-    for key in family.config_keys:
-        if key in config:
-            hparams[key] = config[key]
-        elif key in family.config_defaults:
-            hparams[key] = family.config_defaults[key]
-        elif key in family.architecture_keys:
-            raise CheckpointError(f"{source}: missing {key!r}")
-    return hparams
-
-
-def read_config(path: str | os.PathLike) -> tuple[Family, dict]:
-    """The family of a checkpoint folder (or packaged checkpoint name) and its config as the
-    family module's hparams."""
-    path = resolve_checkpoint(path)
-    family, fmt, config = inspect_folder(path)
-    return family, hparams_from_config(family, config, os.path.join(path, fmt.config_file), fmt)
-
-
-def merge_user_hparams(family: Family, config: dict, hparams: Any, source: str) -> dict:
-    """A checkpoint's module hparams updated by a user's; contradictions are errors."""
-    if hparams is None:
-        return config
-    if isinstance(hparams, HParams):
-        # Validated hparams hold every default, which would contradict any other architecture.
-        raise TypeError(
-            "give from_pretrained the hparams to change as a plain dict (e.g. "
-            "{'hidden_dropout_prob': 0.2}), not validated HParams"
-        )
-    user = dict(hparams)
-    for key in family.architecture_keys:
-        try:
-            value = _get(user, key)
-        except (KeyError, TypeError):
-            continue
-        if value != _get(config, key):
-            raise HParamsError(
-                f"{value!r} contradicts the checkpoint's {key}={_get(config, key)!r} ({source})",
-                key,
-            )
-    return _deep_merge(config, user)
-
-
-def _deep_merge(base: Mapping, changes: Mapping) -> dict:
-    merged = dict(base)
-    for key, value in changes.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            value = _deep_merge(merged[key], value)
-        merged[key] = value
-    return merged
 
 
 # -- readers ---------------------------------------------------------------------------------
@@ -355,7 +67,7 @@ def _deep_merge(base: Mapping, changes: Mapping) -> dict:
 
 def _reader(path: str, family: Family, fmt: Format) -> CheckpointReader:
     return CheckpointReader(
-        _weights_file(path, fmt),
+        weights_file(path, fmt),
         fmt.name,
         lambda name: bool(fmt.skipped.search(_strip_prefix(family, name))),
     )
@@ -384,22 +96,6 @@ def _candidates(family: Family, row: Row, fmt: str) -> list[str]:
     return names
 
 
-def _get(config: Mapping, path: str) -> Any:
-    """The value at a dotted ``path`` of nested dicts."""
-    node = config
-    for part in path.split("."):
-        node = node[part]
-    return node
-
-
-def _set(config: Mapping, path: str, value: Any) -> dict:
-    """A copy of ``config`` with ``value`` at the dotted ``path``."""
-    head, _, rest = path.partition(".")
-    copy = dict(config)
-    copy[head] = _set(config[head], rest, value) if rest else value
-    return copy
-
-
 def check_config_against_weights(
     family: Family, config: Mapping[str, Any], path: str, fmt: Format | None = None
 ) -> None:
@@ -412,18 +108,18 @@ def check_config_against_weights(
     one_layer = config
     for key in (family.num_layers_key, *(k for k, _ in family.more_layer_counts)):
         if key is not None:  # the sized weights are in the first block
-            one_layer = _set(one_layer, key, 1)
+            one_layer = set_path(one_layer, key, 1)
     rows = {row.attribute: row for row in family.rows(one_layer, "encoder")}
     for keys, attribute in family.sized:
         row = rows[attribute]
         found = [n for n in _candidates(family, row, fmt.name) if n in reader.shapes]
         if not found:
             continue  # the loader names what is missing
-        sizes = tuple(_get(config, key) for key in keys)
+        sizes = tuple(get_path(config, key) for key in keys)
         expected = stored_shape(sizes, row.layout, fmt.name, row.split)
         stored = reader.shapes[found[0]]
         if tuple(stored) != expected:
-            said = ", ".join(f"{key}={_get(config, key)!r}" for key in keys)
+            said = ", ".join(f"{key}={get_path(config, key)!r}" for key in keys)
             raise CheckpointError(
                 f"{path}: the config says {said}, but {found[0]!r} has shape {list(stored)} "
                 "(a config that contradicts its weights; nothing was built)"
@@ -432,12 +128,13 @@ def check_config_against_weights(
     if family.num_layers_key is not None:
         counts.insert(0, (family.num_layers_key, family.layer_pattern))
     for key, pattern in counts:
-        if _get(config, key) is None:
+        if get_path(config, key) is None:
             continue  # a default the module derives from another key
         layers = {int(m.group(1)) for name in reader.shapes for m in [pattern.search(name)] if m}
-        if layers and layers != set(range(_get(config, key))):
+        said = get_path(config, key)
+        if layers and layers != set(range(said)):
             raise CheckpointError(
-                f"{path}: the config says {key}={_get(config, key)!r}, but the checkpoint holds "
+                f"{path}: the config says {key}={said!r}, but the checkpoint holds "
                 f"layers {min(layers)}..{max(layers)} ({len(layers)} of them; nothing was built)"
             )
 

@@ -18,7 +18,8 @@ from typing import Any
 from texkit import registry
 from texkit.modules.t5 import T5EncoderDecoder
 from texkit.pretrained.checkpoints import DENSE, HUGGINGFACE, SAME, CheckpointError, Row
-from texkit.pretrained.loading import Family, Format, encoder_from_pretrained, register_family
+from texkit.pretrained.family import Family, Format, register_family
+from texkit.pretrained.loading import encoder_from_pretrained
 
 __all__ = ["T5", "t5_name_table"]
 

@@ -1,0 +1,130 @@
+"""A pretrained family as data: its module, configs, folder formats and name tables.
+
+:class:`Family` and :class:`Format` describe a family (the BERT family's are in
+:mod:`texkit.pretrained.bert`, GPT-2's and T5's in their modules); :func:`register_family` adds
+one to :data:`FAMILIES`, where folders (:mod:`texkit.pretrained.folders`) and loading
+(:mod:`texkit.pretrained.loading`) find it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from texkit.pretrained.checkpoints import CheckpointError, Row
+
+__all__ = ["FAMILIES", "Family", "Format", "family_for_type", "family_of", "register_family"]
+
+
+@dataclass(frozen=True)
+class Format:
+    """One folder format of a family.
+
+    Attributes:
+        name: ``GOOGLE`` or ``HUGGINGFACE`` (the reader to use).
+        config_file: the config's file name.
+        weights: the weights' file name (a TF checkpoint: its prefix).
+        skipped: entries that are not weights, or copies of loaded ones (never reported).
+        own: entries that belong to the module (after the model prefix is removed): one the
+            tables do not know is an error, not an unused entry.
+        config_translate: what the format's configs mean in the family's terms, applied to a
+            raw config first (Google's ``"gelu"`` is the tanh approximation); ``None``: as
+            written.
+
+    A TF checkpoint's ``weights`` may be ``"*"``: the one checkpoint in the folder, whatever
+    its prefix (ALBERT's releases name theirs ``model.ckpt-best``).
+    """
+
+    name: str
+    config_file: str
+    weights: str
+    skipped: re.Pattern
+    own: re.Pattern
+    config_translate: Callable[[dict], dict] | None = None
+
+
+@dataclass(frozen=True)
+class Family:
+    """A pretrained family as data.
+
+    Attributes:
+        name: the family's name (``"bert"``).
+        model_types: the ``model_type`` values of its Hugging Face configs.
+        module: the texkit class it builds (e.g. :class:`~texkit.modules.RoBERTaEncoder`).
+        formats: its folder formats, the first one found in a folder is used.
+        config_keys: the hparams read from the config (the module's hparams less ``name``).
+        architecture_keys: the hparams that define the architecture: required in a config, and
+            a user's value must agree with the checkpoint's.
+        config_defaults: values of keys a config may leave out (Google's BERT configs have no
+            ``layer_norm_eps``).
+        rows: ``rows(hparams, part)``: the name table of ``part`` (``"encoder"`` or an optional
+            part) for the module's validated hparams.
+        optional_parts: parts loaded when the checkpoint has them, else left as initialized and
+            reported (``"pooler"``; heads: ``"mlm"``, ``"nsp"``), with the attribute that holds
+            each (``""``: the module itself).
+        prefixes: Hugging Face model prefixes that may precede names (``"bert."``).
+        sized: ``(hparams paths, attribute)``: a weight whose Keras shape is those hparams'
+            values, checked before building (paths are dotted in nested hparams).
+        num_layers_key: the hparams path of the number of layers, checked against the layer
+            indices in the names (``None``: not checked, e.g. a shared block).
+        layer_pattern: finds a layer index in an entry's name (group 1).
+        more_layer_counts: more ``(hparams path, pattern)`` pairs checked the same way (a
+            decoder's layers).
+        check_config: more checks of a raw config (``(config, source)``), or ``None``.
+        translate: ``(config, source) -> hparams`` for a module whose hparams are not its
+            config's keys (GPT-2's); ``None``: the ``config_keys`` are copied.
+    """
+
+    name: str
+    model_types: tuple[str, ...]
+    module: type
+    formats: tuple[Format, ...]
+    config_keys: tuple[str, ...]
+    architecture_keys: tuple[str, ...]
+    rows: Callable[[Any, str], list[Row]]
+    optional_parts: dict[str, str] = field(default_factory=dict)
+    prefixes: tuple[str, ...] = ()
+    config_defaults: dict[str, Any] = field(default_factory=dict)
+    sized: tuple[tuple[tuple[str, ...], str], ...] = ()
+    num_layers_key: str | None = None
+    layer_pattern: re.Pattern = re.compile(r"(?:^|[./])layer[._](\d+)[./]")
+    more_layer_counts: tuple[tuple[str, re.Pattern], ...] = ()
+    check_config: Callable[[Mapping, str], None] | None = None
+    translate: Callable[[Mapping, str], dict] | None = None
+
+
+FAMILIES: dict[str, Family] = {}
+
+
+def register_family(family: Family) -> Family:
+    """Adds ``family`` to :data:`FAMILIES` (by name); its ``model_types`` must be new."""
+    for other in FAMILIES.values():
+        if other.name != family.name and set(other.model_types) & set(family.model_types):
+            raise ValueError(f"{family.name} and {other.name} both claim {other.model_types}")
+    FAMILIES[family.name] = family
+    return family
+
+
+def family_of(module_class: type) -> Family:
+    """The family whose module is ``module_class`` or its nearest base class."""
+    for klass in module_class.__mro__:
+        for family in FAMILIES.values():
+            if family.module is klass:
+                return family
+    raise TypeError(f"no pretrained family builds {module_class.__name__}")
+
+
+def _supported() -> str:
+    return ", ".join(sorted(t for f in FAMILIES.values() for t in f.model_types))
+
+
+def family_for_type(model_type: Any, source: str) -> Family:
+    for family in FAMILIES.values():
+        if model_type in family.model_types:
+            return family
+    raise CheckpointError(
+        f"{source}: model_type {model_type!r} is not a family texkit loads (supported: "
+        f"{_supported()})"
+    )

@@ -1,0 +1,215 @@
+"""Checkpoint folders and their configs: which family and format a folder holds, and its config
+as the family module's hparams (a user's hparams merged in, contradictions refused).
+
+A Hugging Face folder (``config.json`` + ``model.safetensors``) names its family in
+``config.json``'s ``model_type``; a Google or OpenAI release is recognised by its config file's
+name. A folder with only ``pytorch_model.bin`` (or another pickle) is refused: unpickling can
+run arbitrary code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import tensorflow as tf
+
+from texkit.hparams import HParams, HParamsError
+from texkit.pretrained.checkpoints import HUGGINGFACE, CheckpointError, resolve_checkpoint
+from texkit.pretrained.family import FAMILIES, Family, Format, family_for_type
+
+__all__ = [
+    "get_path",
+    "hparams_from_config",
+    "inspect_folder",
+    "merge_user_hparams",
+    "read_config",
+    "set_path",
+    "weights_file",
+]
+
+_HF_CONFIG, _HF_WEIGHTS = "config.json", "model.safetensors"
+_PICKLES = ("pytorch_model.bin", "model.pt", "model.ckpt.pt", "checkpoint.pt", "model.pkl")
+
+
+def _read_json(file: str) -> Any:
+    try:
+        with tf.io.gfile.GFile(file) as f:
+            return json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise CheckpointError(f"{file}: not valid JSON ({error})") from None
+
+
+def _has_weights(files: set[str], fmt: Format) -> bool:
+    if fmt.name != HUGGINGFACE:  # a TF checkpoint: its prefix names the files
+        if fmt.weights == "*":
+            return any(f.endswith(".index") for f in files)
+        return any(f.startswith(fmt.weights + ".") for f in files)
+    return fmt.weights in files
+
+
+def weights_file(path: str, fmt: Format) -> str:
+    """The weights of a folder in format ``fmt`` (a TF checkpoint: its prefix)."""
+    if fmt.weights != "*":
+        return os.path.join(path, fmt.weights)
+    prefixes = sorted(
+        f[: -len(".index")] for f in tf.io.gfile.listdir(path) if f.endswith(".index")
+    )
+    if len(prefixes) != 1:
+        raise CheckpointError(
+            f"{path}: expected one TF checkpoint (a *.index file), found {prefixes or 'none'}"
+        )
+    return os.path.join(path, prefixes[0])
+
+
+def inspect_folder(path: str | os.PathLike) -> tuple[Family, Format, dict]:
+    """The family, format and raw config of the checkpoint folder ``path``.
+
+    Raises:
+        CheckpointError: not a folder, no config or no weights, a pickle-only folder, or a
+            ``model_type`` texkit does not load (the message names the supported ones).
+    """
+    path = os.fspath(path)
+    if not tf.io.gfile.isdir(path):
+        if tf.io.gfile.exists(path):
+            raise CheckpointError(f"{path}: expected a checkpoint folder, got a file")
+        raise CheckpointError(f"{path}: no such checkpoint folder")
+    files = set(tf.io.gfile.listdir(path))
+    # A folder in a format named by its files (Google's BERT release).
+    for family in FAMILIES.values():
+        for fmt in family.formats:
+            if fmt.config_file != _HF_CONFIG and fmt.config_file in files:
+                if not _has_weights(files, fmt):
+                    weights = "TF checkpoint" if fmt.weights == "*" else fmt.weights
+                    raise CheckpointError(
+                        f"{path}: {fmt.config_file} found but no {weights}.index/data"
+                    )
+                config = _read_json(os.path.join(path, fmt.config_file))
+                return family, fmt, _as_object(config, os.path.join(path, fmt.config_file))
+    if _HF_CONFIG in files:
+        file = os.path.join(path, _HF_CONFIG)
+        config = _as_object(_read_json(file), file)
+        family = family_for_type(config.get("model_type"), file)
+        for fmt in family.formats:
+            if fmt.config_file == _HF_CONFIG and _has_weights(files, fmt):
+                return family, fmt, config
+        _refuse_pickles(path, files)
+        raise CheckpointError(f"{path}: {_HF_CONFIG} found but no {_HF_WEIGHTS}")
+    _refuse_pickles(path, files)
+    raise CheckpointError(
+        f"{path}: not a checkpoint folder (expected {_HF_CONFIG} + {_HF_WEIGHTS}, or Google's "
+        f"bert_config.json + bert_model.ckpt.*; found {sorted(files) or 'nothing'})"
+    )
+
+
+def _as_object(config: Any, source: str) -> dict:
+    if not isinstance(config, Mapping):
+        raise CheckpointError(f"{source}: expected a JSON object")
+    return dict(config)
+
+
+def _refuse_pickles(path: str, files: set[str]) -> None:
+    found = sorted(files.intersection(_PICKLES))
+    if found:
+        raise CheckpointError(
+            f"{path}: only {', '.join(found)} found. texkit does not load pickle files "
+            "(unpickling can run arbitrary code). Convert it to model.safetensors first, e.g. "
+            "with the `safetensors` package in a trusted environment: load the state dict with "
+            "torch and write it with safetensors.torch.save_file."
+        )
+
+
+def hparams_from_config(
+    family: Family, config: Mapping[str, Any], source: str = "config", fmt: Format | None = None
+) -> dict:
+    """Translates a family's config dict into its module's validated hparams (a plain dict).
+
+    Keys texkit does not use (``architectures``, ``bos_token_id``, ...) are ignored; a missing
+    architecture key, a value of the wrong type or a variant texkit does not build is an error
+    naming ``source``.
+    """
+    if not isinstance(config, Mapping):
+        raise CheckpointError(f"{source}: expected a JSON object")
+    if fmt is not None and fmt.config_translate is not None:
+        config = fmt.config_translate(dict(config))
+    if family.check_config is not None:
+        family.check_config(config, source)
+    if family.translate is not None:
+        hparams = family.translate(config, source)
+    else:
+        hparams = _copy_keys(family, config, source)
+    try:
+        return HParams(hparams, family.module.default_hparams()).todict()
+    except HParamsError as error:
+        raise CheckpointError(f"{source}: {error}") from None
+
+
+def _copy_keys(family: Family, config: Mapping[str, Any], source: str) -> dict:
+    hparams = {}
+    for key in family.config_keys:
+        if key in config:
+            hparams[key] = config[key]
+        elif key in family.config_defaults:
+            hparams[key] = family.config_defaults[key]
+        elif key in family.architecture_keys:
+            raise CheckpointError(f"{source}: missing {key!r}")
+    return hparams
+
+
+def read_config(path: str | os.PathLike) -> tuple[Family, dict]:
+    """The family of a checkpoint folder (or packaged checkpoint name) and its config as the
+    family module's hparams."""
+    path = resolve_checkpoint(path)
+    family, fmt, config = inspect_folder(path)
+    return family, hparams_from_config(family, config, os.path.join(path, fmt.config_file), fmt)
+
+
+def merge_user_hparams(family: Family, config: dict, hparams: Any, source: str) -> dict:
+    """A checkpoint's module hparams updated by a user's; contradictions are errors."""
+    if hparams is None:
+        return config
+    if isinstance(hparams, HParams):
+        # Validated hparams hold every default, which would contradict any other architecture.
+        raise TypeError(
+            "give from_pretrained the hparams to change as a plain dict (e.g. "
+            "{'hidden_dropout_prob': 0.2}), not validated HParams"
+        )
+    user = dict(hparams)
+    for key in family.architecture_keys:
+        try:
+            value = get_path(user, key)
+        except (KeyError, TypeError):
+            continue
+        theirs = get_path(config, key)
+        if value != theirs:
+            raise HParamsError(
+                f"{value!r} contradicts the checkpoint's {key}={theirs!r} ({source})", key
+            )
+    return _deep_merge(config, user)
+
+
+def _deep_merge(base: Mapping, changes: Mapping) -> dict:
+    merged = dict(base)
+    for key, value in changes.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            value = _deep_merge(merged[key], value)
+        merged[key] = value
+    return merged
+
+
+def get_path(config: Mapping, path: str) -> Any:
+    """The value at a dotted ``path`` of nested dicts."""
+    node = config
+    for part in path.split("."):
+        node = node[part]
+    return node
+
+
+def set_path(config: Mapping, path: str, value: Any) -> dict:
+    """A copy of ``config`` with ``value`` at the dotted ``path``."""
+    head, _, rest = path.partition(".")
+    copy = dict(config)
+    copy[head] = set_path(config[head], rest, value) if rest else value
+    return copy
