@@ -6,6 +6,7 @@ The examples are the package ``examples`` at the repository root (pytest puts th
 """
 
 import collections
+import json
 import os
 import shutil
 import subprocess
@@ -27,8 +28,9 @@ from tests.real_data import BBC_NEWS, MINILM, require_package
 from texkit.cli import main as texkit_command
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir))
-EXAMPLES = ("bert_classifier", "bert_pretrain", "language_model", "sentence_classifier",
-            "seq2seq_attn", "testament_classifier", "transformer")  # fmt: skip
+EXAMPLES = ("bert_classifier", "bert_pretrain", "gpt2_generation", "language_model",
+            "sentence_classifier", "seq2seq_attn", "testament_classifier",
+            "transformer")  # fmt: skip
 
 
 def config_of(name):
@@ -370,3 +372,38 @@ def test_language_model_quick_mode_reports_the_exact_held_out_perplexity(tmp_pat
         assert all(isinstance(s, str) and "<EOS>" not in s for s in outcome["samples"])
         # Each model kept its checkpoints and its resolved configuration in its own folder.
         assert (tmp_path / "run" / name / "hparams.yaml").exists()
+
+
+def test_gpt2_generation_continues_prompts_as_transformers_generate(capsys):
+    from examples.gpt2_generation import train as gpt2_generation
+
+    # The tiny random GPT-2 with a real BPE vocabulary, and what transformers generated from it.
+    folder = os.path.join(ROOT, "tests", "fixtures", "families", "gpt2_bpe")
+    with open(os.path.join(folder, "reference.json"), encoding="utf-8") as f:
+        reference = json.load(f)
+    arrays = np.load(os.path.join(folder, "reference.npz"))
+    margins = ("greedy_margin", "beam_cut_margin", "beam_final_margin")
+    assert min(reference[k] for k in margins) > 1e-2  # transformers and texkit agree: no near-ties
+    prompts = reference["prompts"]
+    args = ["--pretrained", folder, "--max-new-tokens", "12", "--beam-width", "4", "--seed", "7"]
+    result = gpt2_generation.main(args + [arg for p in prompts for arg in ("--prompt", p)])
+
+    rows = zip(arrays["prompt_ids"], arrays["prompt_lengths"], strict=True)
+    assert result["prompt_ids"] == [row[:n].tolist() for row, n in rows]  # as transformers'
+    for name in ("greedy", "beam"):  # transformers' generate, each prompt on its own
+        assert [r["ids"] for r in result[name]] == arrays[name].tolist(), name
+        assert [r["text"] for r in result[name]] == reference[f"{name}_text"], name
+    printed = capsys.readouterr().out
+    assert "RANDOM weights" in printed
+    assert all(repr(r["text"]) in printed for name in ("greedy", "beam") for r in result[name])
+
+    # Sampling: valid ids, text, and the same draws again for the same seed.
+    generator, end = result["generator"], result["generator"].end
+    for row in result["sample"]:
+        assert 0 < len(row["ids"]) <= 12 and all(0 <= i < 2000 for i in row["ids"])  # vocabulary
+        assert end not in row["ids"][:-1] and isinstance(row["text"], str)
+    ids, prompt_lengths = generator.encode(prompts)
+    again = generator.texts(*generator.sample(ids, prompt_lengths, tf.constant([7, 0])))
+    assert again == result["sample"]
+    other = generator.texts(*generator.sample(ids, prompt_lengths, tf.constant([8, 0])))
+    assert [r["ids"] for r in other] != [r["ids"] for r in result["sample"]]
