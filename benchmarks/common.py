@@ -121,14 +121,18 @@ class Worker:
     handler's work and encoding its response; the parent waits, idle, while the worker works.
     ``round_trip()`` measures that overhead on an empty request, for the report.
 
+    ``python``: the worker's interpreter (default: this one), e.g. an environment with torch
+    that has no TensorFlow; the script must then import only what that one has before it
+    serves.
+
     The process starts in ``__init__``; ``__init__`` does not wait for ``setup``, the first
     ``call`` does. Close it (``close`` or ``with``) to end it: it exits when its stdin closes.
     """
 
-    def __init__(self, script: str, spec: object) -> None:
+    def __init__(self, script: str, spec: object, python: str | None = None) -> None:
         self.name = os.path.basename(script)
         self.process = subprocess.Popen(
-            [sys.executable, os.path.abspath(script), WORKER],
+            [python or sys.executable, os.path.abspath(script), WORKER],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )

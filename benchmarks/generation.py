@@ -46,12 +46,19 @@ A sanity check is printed too: texkit's greedy tokens must be the argmax chain o
 teacher-forced logits (the same model on the prompt plus the generated tokens so far), for the
 first few generated tokens.
 
+``--pretrained FOLDER`` runs texkit and torch on the weights of a Hugging Face GPT-2 folder
+(``config.json`` + ``model.safetensors``) instead: texkit through
+``GPT2Decoder.from_pretrained``, torch through ``GPT2LMHeadModel.from_pretrained``; the model's
+shape is the folder's. KerasHub, which cannot read such a folder without its own conversion,
+keeps random weights of the same shape (its speed does not depend on them). The two loaded
+models' greedy continuations are compared token by token and the count printed.
+
 Each figure is the fastest of ``--repeats`` runs after a warm-up run (tracing, compiling), taken
 in interleaved rounds (``benchmarks/common.py``); a figure whose runs have taken ``--budget``
 seconds is not run again.
 
     python benchmarks/generation.py [--repeats 3] [--budget 120] [--new-tokens 128] [--batch 4]
-        [--torch-threads N] [--quick]
+        [--torch-threads N] [--quick] [--pretrained FOLDER] [--torch-python PYTHON]
 """
 
 from __future__ import annotations
@@ -80,28 +87,34 @@ def torch_worker(spec: dict) -> Callable[[int], list[int]]:
     torch.set_num_threads(spec["threads"])
     torch.manual_seed(0)
     end = config["vocab"] - 1  # the end token: masked by min_new_tokens until the last token
-    model = transformers.GPT2LMHeadModel(
-        transformers.GPT2Config(
-            vocab_size=config["vocab"],
-            n_positions=config["positions"],
-            n_embd=config["dim"],
-            n_layer=config["layers"],
-            n_head=config["heads"],
-            n_inner=config["ffn"],
-            bos_token_id=end,
-            eos_token_id=end,
-        )
-    ).eval()
+    if spec.get("pretrained"):
+        model = transformers.GPT2LMHeadModel.from_pretrained(spec["pretrained"]).eval()
+    else:
+        model = transformers.GPT2LMHeadModel(
+            transformers.GPT2Config(
+                vocab_size=config["vocab"],
+                n_positions=config["positions"],
+                n_embd=config["dim"],
+                n_layer=config["layers"],
+                n_head=config["heads"],
+                n_inner=config["ffn"],
+                bos_token_id=end,
+                eos_token_id=end,
+            )
+        ).eval()
     ids = torch.tensor(spec["prompt"], dtype=torch.long)
     mask = torch.ones_like(ids)
 
-    def generate(beams: int) -> list[int]:
+    def generate(beams: int) -> list:
+        """The output's shape; for ``-1``, greedy decoding's new tokens (for the comparison)."""
         with torch.inference_mode():
             out = model.generate(
                 input_ids=ids, attention_mask=mask, max_new_tokens=new_tokens,
-                min_new_tokens=new_tokens, do_sample=False, num_beams=beams,
+                min_new_tokens=new_tokens, do_sample=False, num_beams=abs(beams),
                 early_stopping=False, pad_token_id=end, eos_token_id=end,
             )  # fmt: skip
+        if beams < 0:
+            return out[:, ids.shape[1] :].tolist()
         return list(out.shape)
 
     return generate
@@ -139,9 +152,22 @@ def texkit_model(config: dict) -> tx.modules.GPT2Decoder:
     )
 
 
-def texkit_cases(config: dict, prompt: np.ndarray, new_tokens: int) -> list[Case]:
+def config_of_folder(folder: str) -> dict:
+    """The benchmark's model description of a Hugging Face GPT-2 folder."""
+    import json
+
+    with open(os.path.join(folder, "config.json")) as f:
+        hf = json.load(f)
+    return {"layers": hf["n_layer"], "dim": hf["n_embd"], "heads": hf["n_head"],
+            "ffn": hf.get("n_inner") or 4 * hf["n_embd"], "vocab": hf["vocab_size"],
+            "positions": hf["n_positions"]}  # fmt: skip
+
+
+def texkit_cases(
+    config: dict, prompt: np.ndarray, new_tokens: int, pretrained: str | None = None
+) -> tuple[list[Case], tx.modules.GPT2Decoder]:
     """Greedy and beam search, without and with XLA; checks lengths and the argmax chain."""
-    lm = texkit_model(config)
+    lm = tx.modules.GPT2Decoder.from_pretrained(pretrained) if pretrained else texkit_model(config)
     context = tf.constant(prompt, tf.int32)
     batch = prompt.shape[0]
     steps = PROMPT - 1 + new_tokens  # sample_id holds the 15 forced tokens, then the new ones
@@ -187,7 +213,7 @@ def texkit_cases(config: dict, prompt: np.ndarray, new_tokens: int) -> list[Case
         f"{generated.size} tokens (the first {check} of each row){verdict}",
         flush=True,
     )
-    return cases
+    return cases, lm
 
 
 def kerashub_cases(config: dict, prompt: np.ndarray, new_tokens: int) -> list[Case]:
@@ -260,25 +286,44 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--quick", action="store_true", help="a 2-layer, 64-dim, 1,000-token model, 8 tokens"
     )
+    parser.add_argument(
+        "--pretrained", default=None, help="a Hugging Face GPT-2 folder: texkit and torch load it"
+    )
+    parser.add_argument(
+        "--torch-python", default=None, help="the torch worker's Python (default: this one)"
+    )
     args = parser.parse_args(argv)
     config = dict(GPT2_SMALL)
     if args.quick:
         config, args.new_tokens, args.repeats = dict(QUICK), 8, min(args.repeats, 2)
+    if args.pretrained:
+        config = config_of_folder(args.pretrained)
     keras.utils.set_random_seed(0)
     prompt = np.random.default_rng(0).integers(0, config["vocab"] - 1, (args.batch, PROMPT))
     prompt = prompt.astype(np.int32)
     load_before = os.getloadavg()[0]
 
     print("building texkit", flush=True)
-    cases = texkit_cases(config, prompt, args.new_tokens)
+    cases, lm = texkit_cases(config, prompt, args.new_tokens, args.pretrained)
     print("building KerasHub", flush=True)
     cases += kerashub_cases(config, prompt, args.new_tokens)
     print("building transformers (torch)", flush=True)
     spec = {"config": config, "prompt": prompt.tolist(), "new_tokens": args.new_tokens}
     spec["threads"] = args.torch_threads
-    with Worker(__file__, spec) as worker:
+    spec["pretrained"] = args.pretrained
+    with Worker(__file__, spec, args.torch_python) as worker:
         worker.wait_ready()
         cases += torch_cases(config, prompt, args.new_tokens, worker)
+        if args.pretrained:
+            # The same weights: texkit's greedy continuation against torch's, token by token.
+            theirs = np.array(worker.call(-1))
+            ours = cases[0].run()[:, PROMPT - 1 :]
+            same = int((ours == theirs).sum())
+            print(
+                f"  loaded weights: texkit greedy = torch greedy for {same} of {ours.size} "
+                "new tokens",
+                flush=True,
+            )
         # Every case's output length is checked in run(), on the warm-up and every timed run.
         measure(cases, args.repeats, args.budget)
         round_trip = worker.round_trip()
@@ -292,6 +337,7 @@ def main(argv: list[str] | None = None) -> dict:
     print()
     print(machine(*PACKAGES))
     print(
+        f"weights: {args.pretrained or 'random'} (KerasHub: random); "
         f"model: {config['layers']} layers, {config['dim']} dims, {config['heads']} heads, "
         f"feed-forward {config['ffn']}, vocabulary {config['vocab']}, {config['positions']} "
         f"positions; batch {args.batch}, prompt {PROMPT}, {args.new_tokens} new tokens; torch "
