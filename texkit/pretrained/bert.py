@@ -8,6 +8,11 @@ loading itself is :mod:`texkit.pretrained.loading`'s. Formats:
   ``encoder.layer.0.attention.self.query.weight``, with or without the model prefix
   (``bert.``, ``roberta.``, ``distilbert.``, ``albert.``, ``electra.``), dense weights stored
   ``[out, in]``.
+* **KerasHub preset** (BERT): what ``BertBackbone.save_to_preset`` writes, ``config.json``
+  (``"class_name": "BertBackbone"``), ``model.weights.h5``, ``metadata.json``, and the
+  tokenizer's ``assets/tokenizer/vocabulary.txt``; names are the HDF5 paths Keras 3 writes
+  (``layers/transformer_encoder/_self_attention_layer/query_dense/vars/0``), attention weights
+  stored per head. KerasHub's BERT uses gelu's tanh approximation (``"gelu_new"``).
 * **Google TF checkpoint** (the original BERT release): ``bert_config.json``,
   ``bert_model.ckpt.index`` + ``bert_model.ckpt.data-*``, ``vocab.txt``; names like
   ``bert/encoder/layer_0/attention/self/query/kernel``, dense kernels stored ``[in, out]``.
@@ -58,6 +63,7 @@ from texkit.pretrained.bert_names import (
 from texkit.pretrained.checkpoints import (
     GOOGLE,
     HUGGINGFACE,
+    KERAS_HUB,
     CheckpointError,
     Row,
     resolve_checkpoint,
@@ -111,6 +117,37 @@ def _google_config(config: dict) -> dict:
     return config
 
 
+# KerasHub's BertBackbone arguments, as Hugging Face's BERT config keys.
+_KERAS_HUB_KEYS = {
+    "vocabulary_size": "vocab_size",
+    "num_layers": "num_hidden_layers",
+    "num_heads": "num_attention_heads",
+    "hidden_dim": "hidden_size",
+    "intermediate_dim": "intermediate_size",
+    "max_sequence_length": "max_position_embeddings",
+    "num_segments": "type_vocab_size",
+}
+
+
+def _keras_hub_config(config: dict) -> dict:
+    """A KerasHub ``BertBackbone`` preset's ``config.json`` (the Keras-serialized backbone) in
+    Hugging Face's terms. KerasHub's ``BertBackbone`` fixes what its arguments do not say: gelu
+    with the tanh approximation (``"gelu_new"``), layer norms' epsilon 1e-12; its ``dropout``
+    is both dropout rates."""
+    arguments = config.get("config")
+    if not isinstance(arguments, Mapping):
+        raise CheckpointError(
+            "KerasHub config.json: expected the backbone's arguments as an object under 'config'"
+        )
+    translated = {new: arguments[old] for old, new in _KERAS_HUB_KEYS.items() if old in arguments}
+    if "dropout" in arguments:
+        translated["hidden_dropout_prob"] = arguments["dropout"]
+        translated["attention_probs_dropout_prob"] = arguments["dropout"]
+    translated["hidden_act"] = "gelu_new"
+    translated["layer_norm_eps"] = 1e-12
+    return translated
+
+
 def _albert_variants(config: Mapping, source: str) -> None:
     """Options of Google's ALBERT code that change the network from the released layout."""
     _absolute_positions(config, source)
@@ -120,13 +157,14 @@ def _albert_variants(config: Mapping, source: str) -> None:
             raise CheckpointError(f"{source}: {key}={config[key]!r} is not supported ({plain!r})")
 
 
-def _rows(names: FamilyNames, layers_key: str, segments: bool = True):
+def _rows(names: FamilyNames, layers_key: str, segments: bool = True, heads_key: str | None = None):
     def rows(hparams: Any, part: str) -> list[Row]:
         if part == "mlm":
             return list(MLM_HEAD)
         if part == "nsp":
             return list(NSP_HEAD)
-        return names.rows(hparams[layers_key], part, segments)
+        heads = hparams[heads_key] if heads_key else None
+        return names.rows(hparams[layers_key], part, segments, heads)
 
     return rows
 
@@ -174,11 +212,20 @@ BERT = register_family(
                 _google_config,
             ),
             _hf_format("embeddings", "encoder", "pooler"),
+            Format(
+                KERAS_HUB,
+                "config.json",
+                "model.weights.h5",
+                re.compile(r"^optimizer/"),
+                re.compile(r"^layers/"),
+                _keras_hub_config,
+                class_names=("BertBackbone",),
+            ),
         ),  # fmt: skip
         config_keys=_keys(BERTEncoder),
         architecture_keys=_BERT_ARCHITECTURE,
         config_defaults={"layer_norm_eps": 1e-12},  # Google's configs leave it out
-        rows=_rows(BERT_NAMES, "num_hidden_layers"),
+        rows=_rows(BERT_NAMES, "num_hidden_layers", heads_key="num_attention_heads"),
         optional_parts={"pooler": "", "mlm": "mlm_head", "nsp": "nsp_head"},
         prefixes=("bert.",),
         sized=_BERT_SIZED,
@@ -281,7 +328,7 @@ DISTILBERT = register_family(
 
 
 def detect_format(path: str | os.PathLike) -> str:
-    """``"google"`` or ``"huggingface"``, from the files in the folder ``path``."""
+    """``"google"``, ``"huggingface"`` or ``"keras_hub"``, from the files in the folder ``path``."""
     _, fmt, _ = inspect_folder(path)
     return fmt.name
 
@@ -326,8 +373,16 @@ load_bert_checkpoint = load_checkpoint
 def tokenizer_from_pretrained(
     cls: type, path: Any, lowercase: bool | None = None, **kwargs: Any
 ) -> Any:
-    """Implements ``BERTTokenizer.from_pretrained``: the folder's ``vocab.txt`` and casing."""
+    """Implements ``BERTTokenizer.from_pretrained``: the folder's ``vocab.txt`` and casing.
+
+    A KerasHub preset's vocabulary is ``assets/tokenizer/vocabulary.txt``, its casing the
+    ``lowercase`` of its ``tokenizer.json`` (a serialized KerasHub ``BertTokenizer``).
+    """
     path = resolve_checkpoint(path)
+    vocab = os.path.join(path, "vocab.txt")
+    keras_hub_vocab = os.path.join(path, "assets", "tokenizer", "vocabulary.txt")
+    if not tf.io.gfile.exists(vocab) and tf.io.gfile.exists(keras_hub_vocab):
+        return _keras_hub_tokenizer(cls, path, keras_hub_vocab, lowercase, **kwargs)
     config_file = os.path.join(path, "tokenizer_config.json")
     config = {}
     if tf.io.gfile.exists(config_file):
@@ -351,7 +406,42 @@ def tokenizer_from_pretrained(
                 f"BERTTokenizer.from_pretrained: {config_file!r} sets {key}="
                 f"{config[key]!r}, which BERTTokenizer does not support"
             )
-    return cls(os.path.join(path, "vocab.txt"), lowercase=lowercase, **kwargs)
+    return cls(vocab, lowercase=lowercase, **kwargs)
+
+
+def _keras_hub_tokenizer(
+    cls: type, path: str, vocab: str, lowercase: bool | None, **kwargs: Any
+) -> Any:
+    """A KerasHub preset's ``BertTokenizer``: casing from ``tokenizer.json``'s ``lowercase``;
+    options ``BERTTokenizer`` does not implement are refused."""
+    config_file = os.path.join(path, "tokenizer.json")
+    config = {}
+    if tf.io.gfile.exists(config_file):
+        with tf.io.gfile.GFile(config_file) as f:
+            serialized = json.load(f)
+        if isinstance(serialized, Mapping) and isinstance(serialized.get("config"), Mapping):
+            config = serialized["config"]
+    if lowercase is None:
+        if not isinstance(config.get("lowercase"), bool):
+            raise ValueError(
+                f"BERTTokenizer.from_pretrained: {path!r} does not say whether the model is "
+                "uncased (no lowercase in a KerasHub tokenizer.json); pass lowercase=True "
+                "for an uncased model, False for a cased one"
+            )
+        lowercase = config["lowercase"]
+    # BERTTokenizer strips accents exactly when it lowercases, splits on whitespace and
+    # punctuation, and marks word pieces with "##".
+    for key, supported in (
+        ("strip_accents", (None, lowercase)),
+        ("split", (None, True)),
+        ("suffix_indicator", (None, "##")),
+    ):
+        if key in config and config[key] not in supported:
+            raise ValueError(
+                f"BERTTokenizer.from_pretrained: {config_file!r} sets {key}="
+                f"{config[key]!r}, which BERTTokenizer does not support"
+            )
+    return cls(vocab, lowercase=lowercase, **kwargs)
 
 
 registry.register_loader(BERTFamilyEncoder, encoder_from_pretrained)

@@ -6,13 +6,30 @@ and whether a Hugging Face model prefix (``bert.``, ``roberta.``, ...) may prece
 The texkit side is the same for every family (:class:`~texkit.modules.encoders.bert_family.
 BERTFamilyEncoder`'s attributes); a family's data are its checkpoint names for the embeddings,
 for one block and for the pooler.
+
+BERT also has KerasHub preset names (``keras_hub=True``): the HDF5 paths of the datasets that
+Keras 3 writes for a ``BertBackbone`` (``layers/transformer_encoder_1/_self_attention_layer/
+query_dense/vars/0``), named after each layer's class, numbered from the second one on. Its
+attention weights are stored per head (the ``HEADS_*`` layouts), which stand for ``DENSE`` and
+``SAME`` in the other formats.
 """
 
 from __future__ import annotations
 
 import re
 
-from texkit.pretrained.checkpoints import DENSE, GOOGLE, HUGGINGFACE, OUT_IN, SAME, Row
+from texkit.pretrained.checkpoints import (
+    DENSE,
+    GOOGLE,
+    HEADS_BIAS,
+    HEADS_IN,
+    HEADS_OUT,
+    HUGGINGFACE,
+    KERAS_HUB,
+    OUT_IN,
+    SAME,
+    Row,
+)
 
 __all__ = [
     "ALBERT_NAMES",
@@ -35,21 +52,31 @@ class FamilyNames:
             ``pooler`` (or ``None``).
         google: the same for Google's TF release (``/``-separated), or ``None``.
         shared: one block for all layers (ALBERT).
+        keras_hub: the names of KerasHub's ``BertBackbone`` presets too (BERT).
 
     The block's sub-layers are ``query``, ``key``, ``value``, ``attention_output`` (dense),
     ``attention_norm``, ``ffn_inner``, ``ffn_output`` (dense) and ``ffn_norm``.
     """
 
-    def __init__(self, hf: dict, google: dict | None = None, shared: bool = False):
+    def __init__(
+        self, hf: dict, google: dict | None = None, shared: bool = False, keras_hub: bool = False
+    ):
         self.formats = {HUGGINGFACE: hf}
         if google is not None:
             self.formats[GOOGLE] = google
         self.shared = shared
+        self.keras_hub = keras_hub
 
-    def rows(self, num_layers: int, part: str, segments: bool = True) -> list[Row]:
-        """The rows of ``part``: ``encoder`` (embeddings and blocks) or ``pooler``."""
+    def rows(
+        self, num_layers: int, part: str, segments: bool = True, heads: int | None = None
+    ) -> list[Row]:
+        """The rows of ``part``: ``encoder`` (embeddings and blocks) or ``pooler``; ``heads``
+        (the number of attention heads) is given to every row, for the per-head layouts."""
         if part == "pooler":
-            return _merge({fmt: _dense("pooler", n["pooler"], fmt) for fmt, n in self._each()})
+            per_format = {fmt: _dense("pooler", n["pooler"], fmt) for fmt, n in self._each()}
+            if self.keras_hub:
+                per_format[KERAS_HUB] = _keras_hub_dense("pooler", "layers/dense")
+            return _merge(per_format, heads)
         per_format = {}
         for fmt, names in self._each():
             embeddings = names["embeddings"]
@@ -84,7 +111,9 @@ class FamilyNames:
                     )
                 rows += _norm(f"blocks.{i}.ffn_norm", _join(block, parts["ffn_norm"], fmt), fmt)
             per_format[fmt] = rows
-        return _merge(per_format)
+        if self.keras_hub:
+            per_format[KERAS_HUB] = _keras_hub_rows(num_layers, segments)
+        return _merge(per_format, heads)
 
     def _each(self):
         return self.formats.items()
@@ -115,16 +144,71 @@ def _norm(attribute: str, name: str, fmt: str) -> list[tuple]:
     ]
 
 
-def _merge(per_format: dict[str, list[tuple]]) -> list[Row]:
+def _keras_hub_dense(attribute: str, name: str, kernel: str = DENSE, bias: str = SAME) -> list:
+    return [
+        (f"{attribute}.kernel", f"{name}/vars/0", kernel),
+        (f"{attribute}.bias", f"{name}/vars/1", bias),
+    ]
+
+
+def _keras_hub_norm(attribute: str, name: str) -> list[tuple]:
+    return [
+        (f"{attribute}.gamma", f"{name}/vars/0", SAME),
+        (f"{attribute}.beta", f"{name}/vars/1", SAME),
+    ]
+
+
+def _keras_hub_rows(num_layers: int, segments: bool) -> list[tuple]:
+    """A KerasHub ``BertBackbone``'s encoder entries, in :meth:`FamilyNames.rows`' order."""
+    rows = [
+        ("word_embedder.embedding", "layers/reversible_embedding/vars/0", SAME),
+        ("position_embedder.embedding", "layers/position_embedding/vars/0", SAME),
+        *_keras_hub_norm("embedding_norm", "layers/layer_normalization"),
+    ]
+    if segments:
+        rows.append(("segment_embedder.embedding", "layers/embedding/vars/0", SAME))
+    for i in range(num_layers):
+        block = f"layers/transformer_encoder{f'_{i}' if i else ''}"
+        attention = f"{block}/_self_attention_layer"
+        for attribute in ("query", "key", "value"):
+            rows += _keras_hub_dense(
+                f"blocks.{i}.self_attention.{attribute}",
+                f"{attention}/{attribute}_dense",
+                HEADS_IN,
+                HEADS_BIAS,
+            )
+        rows += _keras_hub_dense(
+            f"blocks.{i}.self_attention.output_dense", f"{attention}/output_dense", HEADS_OUT
+        )
+        rows += _keras_hub_norm(f"blocks.{i}.attention_norm", f"{block}/_self_attention_layer_norm")
+        rows += _keras_hub_dense(
+            f"blocks.{i}.ffn_inner", f"{block}/_feedforward_intermediate_dense"
+        )
+        rows += _keras_hub_dense(f"blocks.{i}.ffn_output", f"{block}/_feedforward_output_dense")
+        rows += _keras_hub_norm(f"blocks.{i}.ffn_norm", f"{block}/_feedforward_layer_norm")
+    return rows
+
+
+_PLAIN = {HEADS_IN: DENSE, HEADS_BIAS: SAME, HEADS_OUT: DENSE}
+
+
+def _merge(per_format: dict[str, list[tuple]], heads: int | None = None) -> list[Row]:
     """Rows with every format's name, from one list of ``(attribute, name, layout)`` a format
-    (the lists are made in the same order)."""
+    (the lists are made in the same order). A per-head layout (KerasHub's) is the row's layout:
+    it means ``DENSE`` or ``SAME`` in the other formats."""
     formats = list(per_format)
     rows = []
     for entries in zip(*per_format.values(), strict=True):
-        attribute, _, layout = entries[0]
-        rows.append(
-            Row(attribute, {fmt: e[1] for fmt, e in zip(formats, entries, strict=True)}, layout)
-        )
+        attribute = entries[0][0]
+        layouts = [e[2] for e in entries]
+        layout = next((x for x in layouts if x in _PLAIN), layouts[0])
+        for entry in entries:
+            if entry[0] != attribute or _PLAIN.get(entry[2], entry[2]) != _PLAIN.get(
+                layout, layout
+            ):
+                raise AssertionError(f"name tables disagree: {entries}")
+        names = {fmt: e[1] for fmt, e in zip(formats, entries, strict=True)}
+        rows.append(Row(attribute, names, layout, heads=heads))
     return rows
 
 
@@ -155,6 +239,7 @@ def _bert_like(projection: str | None = None, pooler: str | None = "pooler.dense
 
 BERT_NAMES = FamilyNames(
     _bert_like(),
+    keras_hub=True,
     google={
         "embeddings": "bert/embeddings",
         "block": "bert/encoder/layer_{i}",
@@ -259,4 +344,7 @@ def bert_name_table(num_layers: int, part: str = "encoder") -> list[tuple[str, s
         rows = MLM_HEAD if part == "mlm" else NSP_HEAD
     else:
         rows = BERT_NAMES.rows(num_layers, part)
-    return [(r.attribute, r.names[GOOGLE], r.names[HUGGINGFACE], r.layout) for r in rows]
+    return [
+        (r.attribute, r.names[GOOGLE], r.names[HUGGINGFACE], _PLAIN.get(r.layout, r.layout))
+        for r in rows
+    ]

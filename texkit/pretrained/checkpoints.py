@@ -9,6 +9,7 @@ fills and how the entry is laid out.
 from __future__ import annotations
 
 import importlib.util
+import io
 import os
 import re
 from collections.abc import Callable
@@ -22,7 +23,11 @@ __all__ = [
     "DENSE",
     "CONV1D",
     "GOOGLE",
+    "HEADS_BIAS",
+    "HEADS_IN",
+    "HEADS_OUT",
     "HUGGINGFACE",
+    "KERAS_HUB",
     "OPENAI",
     "OUT_IN",
     "HUB_FILES",
@@ -40,13 +45,21 @@ __all__ = [
 ]
 
 # The formats a checkpoint folder may be in: Google's TF releases, Hugging Face safetensors,
-# OpenAI's TF release of GPT-2. GOOGLE and OPENAI are TF checkpoints.
-GOOGLE, HUGGINGFACE, OPENAI = "google", "huggingface", "openai"
+# OpenAI's TF release of GPT-2, KerasHub presets (a Keras 3 ``model.weights.h5``). GOOGLE and
+# OPENAI are TF checkpoints.
+GOOGLE, HUGGINGFACE, OPENAI, KERAS_HUB = "google", "huggingface", "openai", "keras_hub"
 
 # How a weight is stored. DENSE: TF [in, out], Hugging Face [out, in] (Keras uses [in, out]).
 # OUT_IN: [out, in] in every format. SAME: stored as Keras holds it. CONV1D: GPT-2's 1x1
 # convolutions, [in, out] in Hugging Face's files and [1, in, out] in OpenAI's.
 SAME, DENSE, OUT_IN, CONV1D = "same", "dense", "out_in", "conv1d"
+# Attention weights that KerasHub stores per head (its EinsumDense layers), with ``Row.heads``
+# heads; in the other formats HEADS_IN and HEADS_OUT are DENSE, HEADS_BIAS is SAME. HEADS_IN: a
+# query/key/value kernel, Keras [in, heads * head_dim], stored [in, heads, head_dim]. HEADS_BIAS:
+# its bias, [heads * head_dim] stored [heads, head_dim]. HEADS_OUT: the attention output's
+# kernel, [heads * head_dim, out] stored [heads, head_dim, out].
+HEADS_IN, HEADS_BIAS, HEADS_OUT = "heads_in", "heads_bias", "heads_out"
+_PER_HEAD = {HEADS_IN: DENSE, HEADS_BIAS: SAME, HEADS_OUT: DENSE}
 
 
 class Row(NamedTuple):
@@ -61,6 +74,8 @@ class Row(NamedTuple):
             name (heads outside the base model have none).
         split: ``(index, count)``: the variable is the ``index``-th of ``count`` equal slices of
             the entry along its last axis (GPT-2's fused query/key/value); ``None``: all of it.
+        heads: the number of attention heads, which the per-head layouts (``HEADS_IN``,
+            ``HEADS_BIAS``, ``HEADS_OUT``) need for the stored shape; ``None`` for the others.
     """
 
     attribute: str
@@ -68,6 +83,7 @@ class Row(NamedTuple):
     layout: str
     prefixed: bool = True
     split: tuple[int, int] | None = None
+    heads: int | None = None
 
 
 class CheckpointError(ValueError):
@@ -79,7 +95,7 @@ class LoadReport:
     """What :func:`~texkit.pretrained.load_checkpoint` did.
 
     Attributes:
-        format: ``"google"`` or ``"huggingface"``.
+        format: ``"google"``, ``"huggingface"``, ``"openai"`` or ``"keras_hub"``.
         family: the checkpoint's family (``"bert"``, ``"roberta"``, ...).
         loaded: checkpoint names loaded, in table order.
         heads: the optional parts loaded (``"pooler"``, ``"mlm"``, ``"nsp"``).
@@ -172,16 +188,23 @@ class CheckpointReader:
     """Names, shapes and values of one checkpoint file's entries.
 
     Args:
-        file: a TF checkpoint prefix (``GOOGLE``: ``bert_model.ckpt``) or a ``.safetensors``
-            file (``HUGGINGFACE``), local or a ``tf.io.gfile`` URL.
-        fmt: ``GOOGLE`` or ``HUGGINGFACE``.
+        file: a TF checkpoint prefix (``GOOGLE``: ``bert_model.ckpt``), a ``.safetensors``
+            file (``HUGGINGFACE``) or a Keras 3 ``.weights.h5`` file (``KERAS_HUB``), local or a
+            ``tf.io.gfile`` URL.
+        fmt: ``GOOGLE``, ``OPENAI``, ``HUGGINGFACE`` or ``KERAS_HUB``.
         skipped: entries that are not weights (optimizer slots, counters, tied copies) and are
             left out of ``shapes``.
+
+    A ``.weights.h5`` file's entries are its datasets, named by their HDF5 paths as Keras 3
+    writes them (``layers/transformer_encoder_1/_self_attention_layer/query_dense/vars/0``).
     """
 
     def __init__(self, file: str, fmt: str, skipped: Callable[[str], bool]):
         self.format = fmt
         self.file = file
+        if self.format == KERAS_HUB:
+            self._open_h5(skipped)
+            return
         if self.format != HUGGINGFACE:  # a TF checkpoint
             try:
                 self._reader = tf.train.load_checkpoint(self.file)
@@ -214,6 +237,31 @@ class CheckpointReader:
             if not skipped(key):
                 self.shapes[key] = self._shape(key)
 
+    def _open_h5(self, skipped: Callable[[str], bool]) -> None:
+        import h5py
+
+        datasets = {}
+
+        def visit(name: str, node: Any) -> None:
+            if isinstance(node, h5py.Dataset):
+                datasets[name] = node
+
+        try:
+            if "://" in self.file:  # gs:// and other tf.io.gfile file systems: read it whole
+                with tf.io.gfile.GFile(self.file, "rb") as f:
+                    self._reader = h5py.File(io.BytesIO(f.read()), "r")
+            else:
+                self._reader = h5py.File(self.file, "r")
+            self._reader.visititems(visit)
+            shapes = {name: tuple(d.shape) for name, d in datasets.items()}
+        except Exception as error:  # noqa: BLE001 - h5py raises OSError, KeyError, RuntimeError
+            raise CheckpointError(
+                f"{self.file}: not a readable Keras .weights.h5 file ({type(error).__name__}: "
+                f"{error}); it may be truncated or corrupt"
+            ) from None
+        self._datasets = datasets
+        self.shapes = {k: v for k, v in shapes.items() if not skipped(k)}
+
     def _shape(self, key: str) -> tuple:
         if self._reader is None:
             return tuple(self._arrays[key].shape)
@@ -223,6 +271,8 @@ class CheckpointReader:
         try:
             if self.format == HUGGINGFACE and self._reader is None:
                 return self._arrays[name]
+            if self.format == KERAS_HUB:
+                return np.asarray(self._datasets[name][()])
             return np.asarray(self._reader.get_tensor(name))
         except Exception as error:  # noqa: BLE001 - each reader has its own error types
             raise CheckpointError(f"{self.file}: cannot read {name!r} ({error})") from None
@@ -239,6 +289,15 @@ def to_keras_layout(
     value: np.ndarray, layout: str, fmt: str, split: tuple[int, int] | None = None
 ) -> np.ndarray:
     """An entry's value as the Keras variable holds it (its ``split`` slice, if any)."""
+    if layout in _PER_HEAD:
+        if fmt != KERAS_HUB:
+            layout = _PER_HEAD[layout]
+        elif layout == HEADS_IN:
+            return value.reshape(value.shape[0], -1)
+        elif layout == HEADS_BIAS:
+            return value.reshape(-1)
+        else:
+            return value.reshape(-1, value.shape[-1])
     if layout == OUT_IN or (layout == DENSE and fmt == HUGGINGFACE):
         value = value.T
     elif layout == CONV1D and fmt != HUGGINGFACE:
@@ -251,10 +310,26 @@ def to_keras_layout(
 
 
 def stored_shape(
-    shape: tuple, layout: str, fmt: str, split: tuple[int, int] | None = None
+    shape: tuple,
+    layout: str,
+    fmt: str,
+    split: tuple[int, int] | None = None,
+    heads: int | None = None,
 ) -> tuple:
-    """The shape of the entry that holds a Keras variable of ``shape`` in format ``fmt``."""
+    """The shape of the entry that holds a Keras variable of ``shape`` in format ``fmt``
+    (``heads``: the number of attention heads, for the per-head layouts)."""
     shape = tuple(shape)
+    if layout in _PER_HEAD:
+        if fmt != KERAS_HUB:
+            layout = _PER_HEAD[layout]
+        elif heads is None:
+            raise ValueError(f"layout {layout!r} needs the number of heads")
+        elif layout == HEADS_IN:
+            return (shape[0], heads, shape[1] // heads)
+        elif layout == HEADS_BIAS:
+            return (heads, shape[0] // heads)
+        else:
+            return (heads, shape[0] // heads, shape[1])
     if split is not None:
         shape = (*shape[:-1], shape[-1] * split[1])
     if layout == OUT_IN or (layout == DENSE and fmt == HUGGINGFACE):

@@ -23,7 +23,7 @@ class Format:
     """One folder format of a family.
 
     Attributes:
-        name: ``GOOGLE`` or ``HUGGINGFACE`` (the reader to use).
+        name: ``GOOGLE``, ``HUGGINGFACE``, ``OPENAI`` or ``KERAS_HUB`` (the reader to use).
         config_file: the config's file name.
         weights: the weights' file name (a TF checkpoint: its prefix).
         skipped: entries that are not weights, or copies of loaded ones (never reported).
@@ -32,6 +32,8 @@ class Format:
         config_translate: what the format's configs mean in the family's terms, applied to a
             raw config first (Google's ``"gelu"`` is the tanh approximation); ``None``: as
             written.
+        class_names: ``KERAS_HUB``: the backbone classes (``config.json``'s ``class_name``,
+            e.g. ``"BertBackbone"``) whose presets the format loads.
 
     A TF checkpoint's ``weights`` may be ``"*"``: the one checkpoint in the folder, whatever
     its prefix (ALBERT's releases name theirs ``model.ckpt-best``).
@@ -43,6 +45,7 @@ class Format:
     skipped: re.Pattern
     own: re.Pattern
     config_translate: Callable[[dict], dict] | None = None
+    class_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,10 @@ as the family module's hparams (a user's hparams merged in, contradictions refus
 
 A Hugging Face folder (``config.json`` + ``model.safetensors``) names its family in
 ``config.json``'s ``model_type``; a Google or OpenAI release is recognised by its config file's
-name. A folder with only ``pytorch_model.bin`` (or another pickle) is refused: unpickling can
-run arbitrary code.
+name. A KerasHub preset (``backbone.save_to_preset``: ``config.json`` + ``model.weights.h5`` +
+``metadata.json``) names its backbone class in ``config.json``'s ``class_name``
+(``"BertBackbone"``), which picks the family. A folder with only ``pytorch_model.bin`` (or
+another pickle) is refused: unpickling can run arbitrary code.
 """
 
 from __future__ import annotations
@@ -17,7 +19,12 @@ from typing import Any
 import tensorflow as tf
 
 from texkit.hparams import HParams, HParamsError
-from texkit.pretrained.checkpoints import HUGGINGFACE, CheckpointError, resolve_checkpoint
+from texkit.pretrained.checkpoints import (
+    HUGGINGFACE,
+    KERAS_HUB,
+    CheckpointError,
+    resolve_checkpoint,
+)
 from texkit.pretrained.family import FAMILIES, Family, Format, family_for_type
 
 __all__ = [
@@ -31,6 +38,7 @@ __all__ = [
 ]
 
 _HF_CONFIG, _HF_WEIGHTS = "config.json", "model.safetensors"
+_KERAS_HUB_FILES = ("model.weights.h5", "metadata.json")
 _PICKLES = ("pytorch_model.bin", "model.pt", "model.ckpt.pt", "checkpoint.pt", "model.pkl")
 
 
@@ -43,7 +51,7 @@ def _read_json(file: str) -> Any:
 
 
 def _has_weights(files: set[str], fmt: Format) -> bool:
-    if fmt.name != HUGGINGFACE:  # a TF checkpoint: its prefix names the files
+    if fmt.name not in (HUGGINGFACE, KERAS_HUB):  # a TF checkpoint: its prefix names files
         if fmt.weights == "*":
             return any(f.endswith(".index") for f in files)
         return any(f.startswith(fmt.weights + ".") for f in files)
@@ -91,6 +99,14 @@ def inspect_folder(path: str | os.PathLike) -> tuple[Family, Format, dict]:
     if _HF_CONFIG in files:
         file = os.path.join(path, _HF_CONFIG)
         config = _as_object(_read_json(file), file)
+        if "class_name" in config and "model_type" not in config:  # a KerasHub preset
+            family, fmt = _keras_hub_format(config, file)
+            lacking = [f for f in _KERAS_HUB_FILES if f not in files]
+            if lacking:
+                raise CheckpointError(
+                    f"{path}: a KerasHub preset's {_HF_CONFIG} found but no {', '.join(lacking)}"
+                )
+            return family, fmt, config
         family = family_for_type(config.get("model_type"), file)
         for fmt in family.formats:
             if fmt.config_file == _HF_CONFIG and _has_weights(files, fmt):
@@ -99,8 +115,25 @@ def inspect_folder(path: str | os.PathLike) -> tuple[Family, Format, dict]:
         raise CheckpointError(f"{path}: {_HF_CONFIG} found but no {_HF_WEIGHTS}")
     _refuse_pickles(path, files)
     raise CheckpointError(
-        f"{path}: not a checkpoint folder (expected {_HF_CONFIG} + {_HF_WEIGHTS}, or Google's "
-        f"bert_config.json + bert_model.ckpt.*; found {sorted(files) or 'nothing'})"
+        f"{path}: not a checkpoint folder (expected {_HF_CONFIG} + {_HF_WEIGHTS}, Google's "
+        "bert_config.json + bert_model.ckpt.*, or a KerasHub preset's config.json + "
+        f"model.weights.h5 + metadata.json; found {sorted(files) or 'nothing'})"
+    )
+
+
+def _keras_hub_format(config: dict, source: str) -> tuple[Family, Format]:
+    """The family and format of a KerasHub preset, by its backbone's class name."""
+    class_name = config.get("class_name")
+    known = []
+    for family in FAMILIES.values():
+        for fmt in family.formats:
+            if fmt.name == KERAS_HUB:
+                if class_name in fmt.class_names:
+                    return family, fmt
+                known += fmt.class_names
+    raise CheckpointError(
+        f"{source}: a KerasHub preset of {class_name!r}, which texkit does not load (it loads "
+        f"presets of {', '.join(sorted(known))})"
     )
 
 

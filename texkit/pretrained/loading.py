@@ -73,6 +73,13 @@ def _reader(path: str, family: Family, fmt: Format) -> CheckpointReader:
     )
 
 
+def _kind(raw: Mapping) -> str:
+    """What a raw config says the checkpoint is (a KerasHub preset: its backbone class)."""
+    if "model_type" not in raw and "class_name" in raw:
+        return f"KerasHub {raw['class_name']!r}"
+    return f"model_type {raw.get('model_type')!r}"
+
+
 def _strip_prefix(family: Family, name: str) -> str:
     for prefix in family.prefixes:
         if name.startswith(prefix):
@@ -116,7 +123,7 @@ def check_config_against_weights(
         if not found:
             continue  # the loader names what is missing
         sizes = tuple(get_path(config, key) for key in keys)
-        expected = stored_shape(sizes, row.layout, fmt.name, row.split)
+        expected = stored_shape(sizes, row.layout, fmt.name, row.split, row.heads)
         stored = reader.shapes[found[0]]
         if tuple(stored) != expected:
             said = ", ".join(f"{key}={get_path(config, key)!r}" for key in keys)
@@ -148,7 +155,7 @@ def _checked_config(cls: type, path: str) -> tuple[Family, Format, dict]:
     source = os.path.join(path, fmt.config_file)
     if wanted is not family:
         raise CheckpointError(
-            f"{source}: a {family.name} checkpoint (model_type {raw.get('model_type')!r}), not "
+            f"{source}: a {family.name} checkpoint ({_kind(raw)}), not "
             f"{wanted.name}: load it with {family.module.__name__}, or with "
             "texkit.pretrained.from_pretrained, which picks the class"
         )
@@ -284,7 +291,7 @@ def load_checkpoint(
     found_family, fmt, raw = inspect_folder(path)
     if found_family is not family:
         raise CheckpointError(
-            f"{path}: a {found_family.name} checkpoint (model_type {raw.get('model_type')!r}), "
+            f"{path}: a {found_family.name} checkpoint ({_kind(raw)}), "
             f"but {type(module).__name__} loads {family.name} checkpoints"
         )
     reader = _reader(path, family, fmt)
@@ -308,7 +315,7 @@ def load_checkpoint(
                 continue
             name = found[0]
             stored = reader.shapes[name]
-            expected = stored_shape(variable.shape, row.layout, fmt.name, row.split)
+            expected = stored_shape(variable.shape, row.layout, fmt.name, row.split, row.heads)
             if stored != expected:
                 problems.append(
                     f"{name!r} has shape {list(stored)}, but {variable.path} needs "
