@@ -9,6 +9,8 @@ ALBERT's and T5's SentencePiece.
 * :mod:`~texkit.data.tokenizers.fast_path`: the texts ``tf_text.FastBertTokenizer`` tokenizes as
   the tables do, and how a batch is routed between the two.
 * :mod:`~texkit.data.tokenizers.packing`: ``[CLS] A [SEP] B [SEP]`` padded to a static length.
+* :mod:`~texkit.data.tokenizers.templated`: what the subword tokenizers share (ids packed in a
+  template of special tokens).
 * :mod:`~texkit.data.tokenizers.byte_bpe`: :class:`GPT2BPETokenizer`, GPT-2's and RoBERTa's
   byte-level BPE (``vocab.json`` + ``merges.txt``), what it reproduces and how without lookahead.
 * :mod:`~texkit.data.tokenizers.sentencepiece`: :class:`SentencePieceTokenizer`, ALBERT's and

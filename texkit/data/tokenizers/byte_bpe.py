@@ -56,7 +56,7 @@ Known differences from the reference, all deliberate or negligible:
   letters and digits of Unicode 17.0, and cuts pieces next to them otherwise than the reference
   (the ids rarely differ: that needs a merge across the cut).
 
-(About 790 lines, most of them documentation and the checks of the two files.)
+(About 640 lines, most of them documentation and the checks of the two files.)
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from texkit.data.tokenizers.packing import _longest_first
+from texkit.data.tokenizers.templated import TemplateTokenizer
 
 __all__ = ["ENDOFTEXT_TOKEN", "GPT2BPETokenizer", "STYLES", "byte_symbols"]
 
@@ -134,20 +134,6 @@ def byte_symbols() -> tuple[str, ...]:
     code_points = dict(zip(printable, printable, strict=True))
     code_points.update((byte, 0x100 + n) for n, byte in enumerate(others))
     return tuple(chr(code_points[byte]) for byte in range(256))
-
-
-def _as_batch(texts: Any, name: str) -> tuple[tf.Tensor, bool]:
-    """``texts`` as a [batch] string tensor, and whether it was a single (scalar) string."""
-    texts = tf.convert_to_tensor(texts, dtype=tf.string)
-    rank = texts.shape.rank
-    if rank == 0:
-        return texts[tf.newaxis], True
-    if rank != 1:
-        raise ValueError(
-            f"GPT2BPETokenizer: {name} must be a string or a [batch] of strings, got shape "
-            f"{texts.shape}"
-        )
-    return texts, False
 
 
 def _read(path: str, what: str) -> str:
@@ -246,7 +232,7 @@ def _read_merges(path: str, vocab: dict[str, int]) -> list[tuple[str, str]]:
     return merges
 
 
-class GPT2BPETokenizer(tf.Module):
+class GPT2BPETokenizer(TemplateTokenizer):
     """GPT-2's / RoBERTa's byte-level BPE tokenizer and input packing, in the TensorFlow graph.
 
     Gives the ids of OpenAI's GPT-2 ``encoder.py`` algorithm (see
@@ -330,6 +316,9 @@ class GPT2BPETokenizer(tf.Module):
         self._vocab_file = os.fspath(vocab_file)
         self._merges_file = os.fspath(merges_file)
         self._style = style
+        # GPT-2 style: the second text is segment 1; RoBERTa has one token type: all 0, as
+        # Hugging Face gives.
+        self._second_segment = 1 if style == "gpt2" else 0
         self._add_special_tokens = add_special_tokens
         vocab = _read_vocab(self._vocab_file)
         merges = _read_merges(self._merges_file, vocab)
@@ -519,127 +508,6 @@ class GPT2BPETokenizer(tf.Module):
 
     # --- graph ops ---------------------------------------------------------------------------
 
-    def tokenize(self, texts: Any) -> tf.Tensor | tf.RaggedTensor:
-        """BPE ids (int32) of raw texts, without special tokens.
-
-        Args:
-            texts: A string or a [batch] of strings (Python or string tensor).
-
-        Returns:
-            ``[batch, (tokens)]`` int32 ``tf.RaggedTensor``; for a single string a ``[tokens]``
-            ``tf.Tensor``.
-        """
-        batch, single = _as_batch(texts, "texts")
-        ids = self._tokenize_fn(batch)
-        return ids[0] if single else ids
-
-    def encode(self, texts: Any, second_texts: Any = None) -> dict[str, tf.Tensor]:
-        """The model's inputs for single texts or text pairs, padded to ``max_seq_length``.
-
-        Texts are packed in the style's template (see the class). What does not fit is cut
-        from the end; a pair longest first: a token is dropped from the longer of ``A`` and ``B``
-        (from ``B`` when they are as long) until the pair fits, as BERT's
-        ``_truncate_seq_pair`` (:func:`~texkit.data.tokenizers.packing._longest_first`).
-        Hugging Face's ``longest_first`` differs in one case: when both texts are cut and the
-        room left for them is odd, it gives the odd token to the longer text (to ``B`` when
-        they are as long), BERT's rule to ``A``.
-
-        Args:
-            texts: The first texts: a string or a [batch] of strings.
-            second_texts: ``None``, or the second texts, of the same shape as ``texts``.
-
-        Returns:
-            A dict of int32 tensors, ``[batch, max_seq_length]`` (``[max_seq_length]`` for a
-            single string, e.g. in ``dataset.map``): ``input_ids`` (padded with ``pad_id``),
-            ``segment_ids`` (see the class) and ``sequence_length`` (``[batch]``, ``[]`` for a
-            single string: the packed length, special tokens included).
-        """
-        first, single = _as_batch(texts, "texts")
-        if second_texts is None:
-            features = self.pack(self._tokenize_fn(first))
-        else:
-            second, second_single = _as_batch(second_texts, "second_texts")
-            if second_single != single or not first.shape.is_compatible_with(second.shape):
-                raise ValueError(
-                    "GPT2BPETokenizer: texts and second_texts must have the same shape, got "
-                    f"{tf.convert_to_tensor(texts, tf.string).shape} and "
-                    f"{tf.convert_to_tensor(second_texts, tf.string).shape}"
-                )
-            same_size = tf.debugging.assert_equal(
-                tf.shape(first),
-                tf.shape(second),
-                message="GPT2BPETokenizer: texts and second_texts differ in batch size",
-            )
-            with tf.control_dependencies([same_size]):
-                second = tf.identity(second)
-            features = self.pack(self._tokenize_fn(first), self._tokenize_fn(second))
-        if single:
-            features = {key: value[0] for key, value in features.items()}
-        return features
-
-    def pack(
-        self, ids: tf.RaggedTensor, second_ids: tf.RaggedTensor | None = None
-    ) -> dict[str, tf.Tensor]:
-        """:meth:`encode` for BPE ids: the model's inputs from :meth:`tokenize`'s output.
-
-        Args:
-            ids: ``[batch, (tokens)]`` ids (a ``tf.RaggedTensor``), without special tokens.
-            second_ids: ``None``, or the second segments' ids, as many rows.
-
-        Returns:
-            :meth:`encode`'s dict of ``[batch, max_seq_length]`` int32 tensors.
-        """
-        segments = []
-        for arg, value in (("ids", ids), ("second_ids", second_ids)):
-            if value is None:
-                continue
-            if not isinstance(value, tf.RaggedTensor) or value.shape.rank != 2:
-                raise TypeError(
-                    f"GPT2BPETokenizer.pack: {arg} must be a [batch, (tokens)] tf.RaggedTensor "
-                    f"(what tokenize gives for a batch), got {value!r}"
-                )
-            segments.append(tf.cast(value, tf.int32))
-        template = self._template[: 2 * len(segments)]
-        budget = self._max_seq_length - sum(len(part) for part in template)
-        lengths = [tf.cast(segment.row_lengths(), tf.int32) for segment in segments]
-        if len(segments) == 1:
-            keep = [tf.minimum(lengths[0], budget)]
-        else:
-            if budget < 0:
-                raise ValueError(
-                    f"GPT2BPETokenizer: max_seq_length={self._max_seq_length} leaves no room for "
-                    f"the {-budget + self._max_seq_length} special tokens of a pair"
-                )
-            same_rows = tf.debugging.assert_equal(
-                tf.size(lengths[0]),
-                tf.size(lengths[1]),
-                message="GPT2BPETokenizer.pack: ids and second_ids differ in rows",
-            )
-            with tf.control_dependencies([same_rows]):
-                keep = list(_longest_first(*lengths, budget))
-        rows = tf.shape(lengths[0])[0]
-        parts, segment_parts = [], []
-        for index, (segment, kept) in enumerate(zip(segments, keep, strict=True)):
-            prefix, suffix = template[2 * index : 2 * index + 2]
-            pieces = [
-                _constant_rows(prefix, rows),
-                _first_tokens(segment, kept),
-                _constant_rows(suffix, rows),
-            ]
-            parts += pieces
-            # GPT-2 style: the second text and its prefix are segment 1. RoBERTa has a single
-            # token type (its table has one row): all 0, as Hugging Face gives.
-            segment = index if self._style == "gpt2" else 0
-            segment_parts += [tf.ones_like(piece) * segment for piece in pieces]
-        input_ids = tf.concat(parts, axis=1)
-        segment_ids = tf.concat(segment_parts, axis=1)
-        length = self._max_seq_length
-        return {
-            "input_ids": input_ids.to_tensor(self._pad_id, shape=[None, length]),
-            "segment_ids": segment_ids.to_tensor(0, shape=[None, length]),
-            "sequence_length": tf.cast(input_ids.row_lengths(), tf.int32),
-        }
-
     def detokenize(self, ids: Any, skip_special_tokens: bool = True) -> tf.Tensor:
         """Ids back to text: the bytes of each token, joined.
 
@@ -774,20 +642,3 @@ def _even_in_run(chosen: tf.Tensor, follows: tf.Tensor) -> tf.Tensor:
     run = tf.maximum(tf.cumsum(tf.cast(starts, tf.int32)) - 1, 0)
     offset = position - tf.gather(tf.boolean_mask(position, starts), run)
     return offset % 2 == 0
-
-
-def _constant_rows(tokens: tuple[int, ...], rows: tf.Tensor) -> tf.RaggedTensor:
-    """``rows`` rows of the same ``tokens``, as a ragged tensor."""
-    row = tf.constant(tokens, tf.int32, shape=[len(tokens)])
-    return tf.RaggedTensor.from_tensor(tf.tile(row[tf.newaxis], [rows, 1]))
-
-
-def _first_tokens(ids: tf.RaggedTensor, keep: tf.Tensor) -> tf.RaggedTensor:
-    """The first ``keep[i]`` ids of each row ``i``."""
-    position = tf.cast(tf.range(tf.size(ids.flat_values)), tf.int64) - tf.gather(
-        ids.row_starts(), ids.value_rowids()
-    )
-    kept = position < tf.cast(tf.gather(keep, ids.value_rowids()), tf.int64)
-    return tf.RaggedTensor.from_row_lengths(
-        tf.boolean_mask(ids.flat_values, kept), tf.cast(keep, tf.int64)
-    )
