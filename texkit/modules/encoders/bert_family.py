@@ -62,7 +62,11 @@ class EncoderArchitecture:
     """What a family's hparams mean, in one vocabulary.
 
     Attributes:
-        vocab_size, hidden_size, num_layers, num_heads, intermediate_size: the sizes.
+        vocab_size: rows of the word table.
+        hidden_size: size of every layer and of the outputs.
+        num_layers: number of blocks applied.
+        num_heads: number of attention heads.
+        intermediate_size: inner size of the feed-forward networks.
         activation: the config's activation name (a key of :data:`ACTIVATIONS`).
         hidden_dropout: dropout on the embeddings and on each sub-layer's output.
         attention_dropout: dropout on the attention weights.
