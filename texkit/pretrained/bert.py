@@ -382,66 +382,53 @@ def tokenizer_from_pretrained(
     vocab = os.path.join(path, "vocab.txt")
     keras_hub_vocab = os.path.join(path, "assets", "tokenizer", "vocabulary.txt")
     if not tf.io.gfile.exists(vocab) and tf.io.gfile.exists(keras_hub_vocab):
-        return _keras_hub_tokenizer(cls, path, keras_hub_vocab, lowercase, **kwargs)
+        config_file = os.path.join(path, "tokenizer.json")
+        serialized = _read_json_if_any(config_file)
+        config = serialized.get("config") if isinstance(serialized, Mapping) else None
+        # BERTTokenizer strips accents exactly when it lowercases, splits on whitespace and
+        # punctuation, and marks word pieces with "##".
+        lowercase = _checked_casing(
+            path, config_file, config if isinstance(config, Mapping) else {}, lowercase,
+            "lowercase", "a KerasHub tokenizer.json",
+            {"split": (None, True), "suffix_indicator": (None, "##")},
+        )  # fmt: skip
+        return cls(keras_hub_vocab, lowercase=lowercase, **kwargs)
     config_file = os.path.join(path, "tokenizer_config.json")
-    config = {}
-    if tf.io.gfile.exists(config_file):
-        with tf.io.gfile.GFile(config_file) as f:
-            config = json.load(f)
-    if lowercase is None:
-        if not isinstance(config.get("do_lower_case"), bool):
-            raise ValueError(
-                f"BERTTokenizer.from_pretrained: {path!r} does not say whether the model is "
-                "uncased (no do_lower_case in a tokenizer_config.json); pass lowercase=True "
-                "for an uncased model, False for a cased one"
-            )
-        lowercase = config["do_lower_case"]
-    # Options of the Hugging Face tokenizer that this one does not implement.
-    for key, supported in (
-        ("strip_accents", (None, lowercase)),
-        ("tokenize_chinese_chars", (None, True)),
-    ):
-        if key in config and config[key] not in supported:
-            raise ValueError(
-                f"BERTTokenizer.from_pretrained: {config_file!r} sets {key}="
-                f"{config[key]!r}, which BERTTokenizer does not support"
-            )
+    lowercase = _checked_casing(
+        path, config_file, _read_json_if_any(config_file), lowercase, "do_lower_case",
+        "a tokenizer_config.json", {"tokenize_chinese_chars": (None, True)},
+    )  # fmt: skip
     return cls(vocab, lowercase=lowercase, **kwargs)
 
 
-def _keras_hub_tokenizer(
-    cls: type, path: str, vocab: str, lowercase: bool | None, **kwargs: Any
-) -> Any:
-    """A KerasHub preset's ``BertTokenizer``: casing from ``tokenizer.json``'s ``lowercase``;
-    options ``BERTTokenizer`` does not implement are refused."""
-    config_file = os.path.join(path, "tokenizer.json")
-    config = {}
-    if tf.io.gfile.exists(config_file):
-        with tf.io.gfile.GFile(config_file) as f:
-            serialized = json.load(f)
-        if isinstance(serialized, Mapping) and isinstance(serialized.get("config"), Mapping):
-            config = serialized["config"]
+def _read_json_if_any(file: str) -> Any:
+    if not tf.io.gfile.exists(file):
+        return {}
+    with tf.io.gfile.GFile(file) as f:
+        return json.load(f)
+
+
+def _checked_casing(
+    path: str, config_file: str, config: Mapping, lowercase: bool | None, key: str, where: str,
+    unsupported: dict,
+) -> bool:  # fmt: skip
+    """The casing a tokenizer config gives (``lowercase`` if given), with the options
+    ``BERTTokenizer`` does not implement refused (``strip_accents`` other than the casing)."""
     if lowercase is None:
-        if not isinstance(config.get("lowercase"), bool):
+        if not isinstance(config.get(key), bool):
             raise ValueError(
                 f"BERTTokenizer.from_pretrained: {path!r} does not say whether the model is "
-                "uncased (no lowercase in a KerasHub tokenizer.json); pass lowercase=True "
-                "for an uncased model, False for a cased one"
+                f"uncased (no {key} in {where}); pass lowercase=True for an uncased model, "
+                "False for a cased one"
             )
-        lowercase = config["lowercase"]
-    # BERTTokenizer strips accents exactly when it lowercases, splits on whitespace and
-    # punctuation, and marks word pieces with "##".
-    for key, supported in (
-        ("strip_accents", (None, lowercase)),
-        ("split", (None, True)),
-        ("suffix_indicator", (None, "##")),
-    ):
-        if key in config and config[key] not in supported:
+        lowercase = config[key]
+    for option, supported in {"strip_accents": (None, lowercase), **unsupported}.items():
+        if option in config and config[option] not in supported:
             raise ValueError(
-                f"BERTTokenizer.from_pretrained: {config_file!r} sets {key}="
-                f"{config[key]!r}, which BERTTokenizer does not support"
+                f"BERTTokenizer.from_pretrained: {config_file!r} sets {option}="
+                f"{config[option]!r}, which BERTTokenizer does not support"
             )
-    return cls(vocab, lowercase=lowercase, **kwargs)
+    return lowercase
 
 
 registry.register_loader(BERTFamilyEncoder, encoder_from_pretrained)
