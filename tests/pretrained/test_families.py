@@ -18,6 +18,7 @@ import tensorflow as tf
 from safetensors.numpy import load_file, save_file
 
 import texkit as tx
+from tests.real_data import minilm_folder  # skipped without the package, failed under CI
 from texkit.hparams import HParamsError
 from texkit.modules import (
     ALBERTEncoder,
@@ -399,3 +400,113 @@ def test_albert_google_release_format(tmp_path):
     outputs, pooled = encoder(ids, **kwargs)
     assert_valid_steps_close(outputs.numpy(), ref["last_hidden_state"], ref["lengths"])
     np.testing.assert_allclose(pooled.numpy(), ref["pooler_output"], atol=1e-5, rtol=0)
+
+
+def electra_google_name(hf_name):
+    """Hugging Face ELECTRA (or prefix-less BERT) name -> (Google TF name, transpose?), by
+    the naming of Google's ELECTRA release: the discriminator under ``electra/``, BERT's names
+    below it, TF kernels stored [in, out]."""
+    name = re.sub(r"^(electra|bert)\.", "", hf_name)
+    norm = "LayerNorm" in name
+    transpose = name.endswith(".weight") and not norm and "_embeddings" not in name
+    name = re.sub(r"\.weight$", ".gamma" if norm else ".kernel", name)
+    name = re.sub(r"\.bias$", ".beta" if norm else ".bias", name)
+    name = re.sub(r"_embeddings\.kernel$", "_embeddings", name)
+    name = re.sub(r"^encoder\.layer\.(\d+)\.", r"encoder.layer_\1.", name)
+    return "electra/" + name.replace(".", "/"), transpose
+
+
+def save_electra_release(folder, state, extra=()):
+    """A TF checkpoint as Google's ELECTRA release has it (``electra_small``, no config): the
+    discriminator ``state`` (Hugging Face names), Adam slots, and the ``extra`` entries (the
+    generator's, the heads')."""
+    folder.mkdir()
+    names, tensors = [], []
+    for hf_name, value in state.items():
+        name, transpose = electra_google_name(hf_name)
+        value = value.T if transpose else value
+        names += [name, name + "/adam_m", name + "/adam_v"]
+        tensors += [value, np.zeros_like(value), np.ones_like(value)]
+    for name, value in extra:
+        names.append(name)
+        tensors.append(value)
+    names.append("global_step")
+    tensors.append(np.array(1000, np.int64))
+    tf.raw_ops.SaveV2(
+        prefix=str(folder / "electra_small"), tensor_names=names,
+        shape_and_slices=[""] * len(names), tensors=[tf.constant(t) for t in tensors],
+    )  # fmt: skip
+    return str(folder)
+
+
+def test_electra_google_release_format(tmp_path, caplog):
+    """ELECTRA's TF release has no config: the sizes come from the shapes, the heads from
+    Google's rule or the user; the same weights give the reference's outputs; the generator and
+    the heads are reported, not loaded."""
+    rng = np.random.default_rng(0)
+    extra = [
+        ("generator/encoder/layer_0/attention/self/query/kernel", rng.normal(size=(32, 8))),
+        ("generator_predictions/dense/kernel", rng.normal(size=(8, 16))),
+        ("discriminator_predictions/dense/kernel", rng.normal(size=(32, 32))),
+        ("discriminator_predictions/dense_prediction/bias", rng.normal(size=(1,))),
+    ]
+    extra = [(name, value.astype(np.float32)) for name, value in extra]
+    release = save_electra_release(tmp_path / "electra_small", state_of(folder("electra")), extra)
+    config = config_of(folder("electra"))
+    # The fixture has 4 heads of 8; Google's rule (hidden_size // 64, at least 1) says 1.
+    encoder = tx.pretrained.from_pretrained(release, {"num_attention_heads": 4})
+    assert type(encoder) is ELECTRAEncoder and encoder.load_report.format == "google"
+    for key in ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers",
+                "intermediate_size", "max_position_embeddings", "type_vocab_size"):  # fmt: skip
+        assert encoder.hparams[key] == config[key], key
+    assert encoder.hparams.hidden_act == "gelu" and encoder.hparams.num_attention_heads == 4
+    assert sorted(encoder.load_report.unused) == sorted(name for name, _ in extra)
+    ref = reference("electra")
+    ids, kwargs = inputs(ref)
+    outputs, _ = encoder(ids, **kwargs)
+    assert_valid_steps_close(outputs.numpy(), ref["last_hidden_state"], ref["lengths"])
+
+    # Without the user's word, the heads follow Google's rule, and the log says so.
+    with caplog.at_level("WARNING", logger="texkit.pretrained.loading"):
+        ruled = ELECTRAEncoder.from_pretrained(release)
+    assert ruled.hparams.num_attention_heads == 1
+    assert "num_attention_heads=1 follows its release's rule" in caplog.text
+    # A size the shapes do determine may not be contradicted.
+    with pytest.raises(HParamsError, match="hidden_size"):
+        ELECTRAEncoder.from_pretrained(release, {"hidden_size": 64})
+
+
+def test_electra_release_without_a_discriminator_entry_is_not_recognised(tmp_path):
+    state = {k: v for k, v in state_of(folder("electra")).items() if "word_embeddings" not in k}
+    release = save_electra_release(tmp_path / "electra_small", state)
+    with pytest.raises(CheckpointError, match="not a checkpoint folder"):
+        tx.pretrained.from_pretrained(release)
+
+
+@pytest.mark.parametrize("fmt", ["huggingface", "google"])
+def test_electra_with_equal_embedding_and_hidden_sizes_is_bert_without_a_pooler(fmt, tmp_path):
+    """ELECTRA-base and -large have no embedding projection: such an ELECTRA is BERT's network.
+    The real MiniLM's weights, renamed as ELECTRA's (pooler dropped), give MiniLM's BERT
+    outputs."""
+    minilm = minilm_folder()
+    state = {k: v for k, v in state_of(minilm).items() if "pooler" not in k}
+    state = {re.sub(r"^bert\.", "", k): v for k, v in state.items()}
+    if fmt == "huggingface":
+        target = tmp_path / "electra"
+        target.mkdir()
+        config = {**config_of(minilm), "model_type": "electra", "embedding_size": 384}
+        electra = rewrite(str(target), {f"electra.{k}": v for k, v in state.items()}, config)
+        hparams = None
+    else:  # Hugging Face's position_ids buffer is not in Google's release
+        state = {k: v for k, v in state.items() if "position_ids" not in k}
+        electra = save_electra_release(tmp_path / "electra_base", state)
+        hparams = {"num_attention_heads": 12}  # MiniLM's; Google's rule would say 6
+    encoder = tx.pretrained.from_pretrained(electra, hparams)
+    assert type(encoder) is ELECTRAEncoder and encoder.embedding_projection is None
+    bert = BERTEncoder.from_pretrained(minilm)
+    ids = tf.constant([[101, 7592, 2088, 102, 0], [101, 2023, 2003, 1037, 102]])
+    kwargs = {"sequence_length": tf.constant([4, 5]), "segment_ids": tf.zeros_like(ids)}
+    expected, _ = bert(ids, **kwargs)
+    outputs, pooled = encoder(ids, **kwargs)
+    np.testing.assert_allclose(outputs.numpy(), expected.numpy(), atol=1e-5, rtol=0)
+    np.testing.assert_array_equal(pooled.numpy(), outputs.numpy()[:, 0])

@@ -20,7 +20,10 @@ loading itself is :mod:`texkit.pretrained.loading`'s. Formats:
   release too: ``albert_config.json`` and one checkpoint of any prefix (``model.ckpt-best``),
   the shared block under ``bert/encoder/transformer/group_0/inner_group_0/``. In both, the
   config's ``"gelu"`` is the tanh approximation (what Google's code computes), which texkit
-  and Hugging Face call ``"gelu_new"``.
+  and Hugging Face call ``"gelu_new"``. ELECTRA's TF release too: one checkpoint and
+  ``vocab.txt``, no config (the sizes are read off the discriminator's shapes under
+  ``electra/``, the number of heads follows Google's rule ``hidden_size // 64``; the generator's
+  entries are reported, not loaded); its ``gelu`` is exact.
 
 BERT's functions of earlier releases (:func:`load_bert_checkpoint`, :func:`read_bert_config`,
 :func:`bert_hparams_from_config`, :func:`detect_format`) remain, on the shared mechanism.
@@ -148,6 +151,42 @@ def _keras_hub_config(config: dict) -> dict:
     return translated
 
 
+_ELECTRA_LAYER = re.compile(r"^electra/encoder/layer_(\d+)/")
+
+
+def _electra_config_from_shapes(shapes: Mapping[str, list[int]], source: str) -> dict:
+    """The config of a checkpoint of Google's ELECTRA release (which ships none), read off the
+    discriminator's shapes. The number of attention heads is not in the shapes: Google's
+    ELECTRA code sets it to ``max(1, hidden_size // 64)`` (an assumption a user may override).
+    Google's ELECTRA computes gelu exactly (erf), and its layer norms use epsilon 1e-12."""
+
+    def shape(name: str, rank: int) -> list[int]:
+        found = shapes.get(name)
+        if found is None or len(found) != rank:
+            raise CheckpointError(
+                f"{source}: an ELECTRA checkpoint needs {name!r} of rank {rank} to read its "
+                f"sizes from (it has {found!r})"
+            )
+        return list(found)
+
+    vocab_size, embedding_size = shape("electra/embeddings/word_embeddings", 2)
+    hidden_size = shape("electra/encoder/layer_0/attention/self/query/kernel", 2)[1]
+    layers = {int(m.group(1)) for name in shapes for m in [_ELECTRA_LAYER.match(name)] if m}
+    return {
+        "model_type": "electra",
+        "vocab_size": vocab_size,
+        "embedding_size": embedding_size,
+        "hidden_size": hidden_size,
+        "num_hidden_layers": max(layers) + 1,
+        "num_attention_heads": max(1, hidden_size // 64),
+        "intermediate_size": shape("electra/encoder/layer_0/intermediate/dense/kernel", 2)[1],
+        "hidden_act": "gelu",
+        "max_position_embeddings": shape("electra/embeddings/position_embeddings", 2)[0],
+        "type_vocab_size": shape("electra/embeddings/token_type_embeddings", 2)[0],
+        "layer_norm_eps": 1e-12,
+    }
+
+
 def _albert_variants(config: Mapping, source: str) -> None:
     """Options of Google's ALBERT code that change the network from the released layout."""
     _absolute_positions(config, source)
@@ -157,14 +196,23 @@ def _albert_variants(config: Mapping, source: str) -> None:
             raise CheckpointError(f"{source}: {key}={config[key]!r} is not supported ({plain!r})")
 
 
-def _rows(names: FamilyNames, layers_key: str, segments: bool = True, heads_key: str | None = None):
+def _rows(
+    names: FamilyNames,
+    layers_key: str,
+    segments: bool = True,
+    heads_key: str | None = None,
+    projected_when_sizes_differ: bool = False,
+):
     def rows(hparams: Any, part: str) -> list[Row]:
         if part == "mlm":
             return list(MLM_HEAD)
         if part == "nsp":
             return list(NSP_HEAD)
         heads = hparams[heads_key] if heads_key else None
-        return names.rows(hparams[layers_key], part, segments, heads)
+        projection = True
+        if projected_when_sizes_differ:
+            projection = hparams["embedding_size"] != hparams["hidden_size"]
+        return names.rows(hparams[layers_key], part, segments, heads, projection)
 
     return rows
 
@@ -254,10 +302,22 @@ ELECTRA = register_family(
         name="electra",
         model_types=("electra",),
         module=ELECTRAEncoder,
-        formats=(_hf_format("embeddings", "embeddings_project", "encoder"),),
+        formats=(
+            _hf_format("embeddings", "embeddings_project", "encoder"),
+            Format(
+                GOOGLE,
+                None,
+                "*",
+                GOOGLE_SKIPPED,
+                re.compile(r"^electra/"),
+                signature="electra/embeddings/word_embeddings",
+                config_from_shapes=_electra_config_from_shapes,
+                assumed=("num_attention_heads",),
+            ),
+        ),  # fmt: skip
         config_keys=_keys(ELECTRAEncoder),
         architecture_keys=(*_BERT_ARCHITECTURE, "embedding_size"),
-        rows=_rows(ELECTRA_NAMES, "num_hidden_layers"),
+        rows=_rows(ELECTRA_NAMES, "num_hidden_layers", projected_when_sizes_differ=True),
         prefixes=("electra.",),
         sized=_FACTORIZED_SIZED,
         num_layers_key="num_hidden_layers",

@@ -68,10 +68,17 @@ class FamilyNames:
         self.keras_hub = keras_hub
 
     def rows(
-        self, num_layers: int, part: str, segments: bool = True, heads: int | None = None
+        self,
+        num_layers: int,
+        part: str,
+        segments: bool = True,
+        heads: int | None = None,
+        projection: bool = True,
     ) -> list[Row]:
         """The rows of ``part``: ``encoder`` (embeddings and blocks) or ``pooler``; ``heads``
-        (the number of attention heads) is given to every row, for the per-head layouts."""
+        (the number of attention heads) is given to every row, for the per-head layouts;
+        ``projection``: the embedding projection is there (ELECTRA has none when the embedding
+        and hidden sizes are equal)."""
         if part == "pooler":
             per_format = {fmt: _dense("pooler", n["pooler"], fmt) for fmt, n in self._each()}
             if self.keras_hub:
@@ -89,7 +96,7 @@ class FamilyNames:
                 rows.append(
                     _embedding("segment_embedder", embeddings, "token_type_embeddings", fmt)
                 )
-            if names.get("projection"):
+            if names.get("projection") and projection:
                 rows += _dense("embedding_projection", names["projection"], fmt)
             for i in range(1 if self.shared else num_layers):
                 block = names["block"].replace("{i}", str(i))
@@ -248,7 +255,16 @@ BERT_NAMES = FamilyNames(
     },
 )
 ROBERTA_NAMES = FamilyNames(_bert_like())
-ELECTRA_NAMES = FamilyNames(_bert_like(projection="embeddings_project", pooler=None))
+ELECTRA_NAMES = FamilyNames(
+    _bert_like(projection="embeddings_project", pooler=None),
+    google={
+        "embeddings": "electra/embeddings",
+        "projection": "electra/embeddings_project",
+        "block": "electra/encoder/layer_{i}",
+        "parts": _BERT_PARTS[GOOGLE],
+        "pooler": None,
+    },
+)
 DISTILBERT_NAMES = FamilyNames(
     {
         "embeddings": "embeddings",

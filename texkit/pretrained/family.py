@@ -24,7 +24,8 @@ class Format:
 
     Attributes:
         name: ``GOOGLE``, ``HUGGINGFACE``, ``OPENAI`` or ``KERAS_HUB`` (the reader to use).
-        config_file: the config's file name.
+        config_file: the config's file name; ``None``: the release has no config (see
+            ``config_from_shapes``).
         weights: the weights' file name (a TF checkpoint: its prefix).
         skipped: entries that are not weights, or copies of loaded ones (never reported).
         own: entries that belong to the module (after the model prefix is removed): one the
@@ -34,18 +35,30 @@ class Format:
             written.
         class_names: ``KERAS_HUB``: the backbone classes (``config.json``'s ``class_name``,
             e.g. ``"BertBackbone"``) whose presets the format loads.
+        signature: a release without a config: an entry name that only its checkpoints have
+            (``"electra/embeddings/word_embeddings"``), which picks the format in a folder that
+            has no config file.
+        config_from_shapes: a release without a config: ``(shapes, source) -> config``, the
+            family's raw config from the checkpoint's ``{name: shape}`` (read from its index,
+            no values).
+        assumed: the keys of such a config that the shapes do not determine (the number of
+            attention heads) and that follow the release's own rule; a user's hparams may set
+            them (every other architecture key must agree with the checkpoint).
 
     A TF checkpoint's ``weights`` may be ``"*"``: the one checkpoint in the folder, whatever
     its prefix (ALBERT's releases name theirs ``model.ckpt-best``).
     """
 
     name: str
-    config_file: str
+    config_file: str | None
     weights: str
     skipped: re.Pattern
     own: re.Pattern
     config_translate: Callable[[dict], dict] | None = None
     class_names: tuple[str, ...] = ()
+    signature: str | None = None
+    config_from_shapes: Callable[[Mapping[str, list[int]], str], dict] | None = None
+    assumed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,10 @@ A Hugging Face folder (``config.json`` + ``model.safetensors``) names its family
 ``config.json``'s ``model_type``; a Google or OpenAI release is recognised by its config file's
 name. A KerasHub preset (``backbone.save_to_preset``: ``config.json`` + ``model.weights.h5`` +
 ``metadata.json``) names its backbone class in ``config.json``'s ``class_name``
-(``"BertBackbone"``), which picks the family. A folder with only ``pytorch_model.bin`` (or
-another pickle) is refused: unpickling can run arbitrary code.
+(``"BertBackbone"``), which picks the family. A release without a config (Google's ELECTRA: a TF
+checkpoint and ``vocab.txt``) is recognised by an entry only its checkpoints have, and its
+config is read off the checkpoint's shapes (:attr:`Format.config_from_shapes`). A folder with
+only ``pytorch_model.bin`` (or another pickle) is refused: unpickling can run arbitrary code.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from texkit.pretrained.checkpoints import (
 from texkit.pretrained.family import FAMILIES, Family, Format, family_for_type
 
 __all__ = [
+    "config_source",
     "get_path",
     "hparams_from_config",
     "inspect_folder",
@@ -72,6 +75,37 @@ def weights_file(path: str, fmt: Format) -> str:
     return os.path.join(path, prefixes[0])
 
 
+def config_source(path: str, fmt: Format) -> str:
+    """The file a folder's config comes from, for messages: the config file, or the checkpoint
+    index of a release without one."""
+    if fmt.config_file is None:
+        return weights_file(path, fmt) + ".index"
+    return os.path.join(path, fmt.config_file)
+
+
+def _config_less(path: str, files: set[str]) -> tuple[Family, Format, dict] | None:
+    """The family, format and config of a release without a config file, recognised by its
+    checkpoint's entries (``None``: no such release)."""
+    formats = [
+        (family, fmt)
+        for family in FAMILIES.values()
+        for fmt in family.formats
+        if fmt.config_file is None and fmt.signature is not None
+    ]
+    indexes = sorted(f for f in files if f.endswith(".index"))
+    if not formats or len(indexes) != 1:
+        return None
+    index = os.path.join(path, indexes[0])
+    try:
+        shapes = dict(tf.train.list_variables(index[: -len(".index")]))
+    except (tf.errors.OpError, ValueError) as error:
+        raise CheckpointError(f"{index}: not a readable TF checkpoint index ({error})") from None
+    for family, fmt in formats:
+        if fmt.signature in shapes:
+            return family, fmt, fmt.config_from_shapes(shapes, index)
+    return None
+
+
 def inspect_folder(path: str | os.PathLike) -> tuple[Family, Format, dict]:
     """The family, format and raw config of the checkpoint folder ``path``.
 
@@ -113,11 +147,15 @@ def inspect_folder(path: str | os.PathLike) -> tuple[Family, Format, dict]:
                 return family, fmt, config
         _refuse_pickles(path, files)
         raise CheckpointError(f"{path}: {_HF_CONFIG} found but no {_HF_WEIGHTS}")
+    found = _config_less(path, files)
+    if found is not None:
+        return found
     _refuse_pickles(path, files)
     raise CheckpointError(
         f"{path}: not a checkpoint folder (expected {_HF_CONFIG} + {_HF_WEIGHTS}, Google's "
-        "bert_config.json + bert_model.ckpt.*, or a KerasHub preset's config.json + "
-        f"model.weights.h5 + metadata.json; found {sorted(files) or 'nothing'})"
+        "bert_config.json + bert_model.ckpt.*, Google's ELECTRA checkpoint, or a KerasHub "
+        f"preset's config.json + model.weights.h5 + metadata.json; found "
+        f"{sorted(files) or 'nothing'})"
     )
 
 
@@ -196,11 +234,14 @@ def read_config(path: str | os.PathLike) -> tuple[Family, dict]:
     family module's hparams."""
     path = resolve_checkpoint(path)
     family, fmt, config = inspect_folder(path)
-    return family, hparams_from_config(family, config, os.path.join(path, fmt.config_file), fmt)
+    return family, hparams_from_config(family, config, config_source(path, fmt), fmt)
 
 
-def merge_user_hparams(family: Family, config: dict, hparams: Any, source: str) -> dict:
-    """A checkpoint's module hparams updated by a user's; contradictions are errors."""
+def merge_user_hparams(
+    family: Family, config: dict, hparams: Any, source: str, assumed: tuple[str, ...] = ()
+) -> dict:
+    """A checkpoint's module hparams updated by a user's; contradictions are errors, except
+    for the ``assumed`` keys (values the checkpoint does not determine), which a user sets."""
     if hparams is None:
         return config
     if isinstance(hparams, HParams):
@@ -211,6 +252,8 @@ def merge_user_hparams(family: Family, config: dict, hparams: Any, source: str) 
         )
     user = dict(hparams)
     for key in family.architecture_keys:
+        if key in assumed:
+            continue
         try:
             value = get_path(user, key)
         except (KeyError, TypeError):

@@ -43,6 +43,7 @@ from texkit.pretrained.checkpoints import (
 )
 from texkit.pretrained.family import FAMILIES, Family, Format, family_of
 from texkit.pretrained.folders import (
+    config_source,
     get_path,
     hparams_from_config,
     inspect_folder,
@@ -152,7 +153,7 @@ def check_config_against_weights(
 def _checked_config(cls: type, path: str) -> tuple[Family, Format, dict]:
     family, fmt, raw = inspect_folder(path)
     wanted = family_of(cls) if cls is not None else family
-    source = os.path.join(path, fmt.config_file)
+    source = config_source(path, fmt)
     if wanted is not family:
         raise CheckpointError(
             f"{source}: a {family.name} checkpoint ({_kind(raw)}), not "
@@ -164,6 +165,20 @@ def _checked_config(cls: type, path: str) -> tuple[Family, Format, dict]:
     return family, fmt, config
 
 
+def _merged(family: Family, fmt: Format, config: dict, hparams: Any, path: str) -> dict:
+    """The checkpoint's hparams merged with the user's; the values the checkpoint does not
+    determine (``fmt.assumed``) are the user's, or its release's rule, which is logged."""
+    merged = merge_user_hparams(family, config, hparams, path, fmt.assumed)
+    for key in fmt.assumed:
+        if get_path(merged, key) == get_path(config, key):
+            logger.warning(
+                "%s: the checkpoint has no config; %s=%r follows its release's rule (give "
+                "hparams={%r: ...} to from_pretrained if the model was trained otherwise)",
+                path, key, get_path(config, key), key,
+            )  # fmt: skip
+    return merged
+
+
 def encoder_from_pretrained(
     cls: type, path: Any, hparams: Any = None, *, allow_non_finite: bool = False, **kwargs: Any
 ) -> Any:
@@ -171,8 +186,8 @@ def encoder_from_pretrained(
     shapes, builds from the config, then loads (``allow_non_finite``: see
     :func:`load_checkpoint`)."""
     path = resolve_checkpoint(path)
-    family, _, config = _checked_config(cls, path)
-    module = cls(merge_user_hparams(family, config, hparams, path), **kwargs)
+    family, fmt, config = _checked_config(cls, path)
+    module = cls(_merged(family, fmt, config, hparams, path), **kwargs)
     module.load_report = load_checkpoint(module, path, allow_non_finite=allow_non_finite)
     return module
 
@@ -187,7 +202,7 @@ def model_from_pretrained(
     are loaded."""
     path = resolve_checkpoint(path)
     hparams = dict(hparams.todict() if hasattr(hparams, "todict") else hparams or {})
-    family, _, config = _checked_config(None, path)
+    family, fmt, config = _checked_config(None, path)
     encoder_type = family.module.__name__
     accepted = getattr(cls, "ENCODER_TYPES", None)
     if accepted is not None and encoder_type not in accepted:
@@ -203,7 +218,7 @@ def model_from_pretrained(
         )
     if "encoder_type" in cls.default_hparams():
         hparams["encoder_type"] = encoder_type
-    hparams["encoder"] = merge_user_hparams(family, config, hparams.get("encoder"), path)
+    hparams["encoder"] = _merged(family, fmt, config, hparams.get("encoder"), path)
     model = cls(hparams, **kwargs)
     model.load_report = load_checkpoint(model, path, allow_non_finite=allow_non_finite)
     return model
@@ -212,9 +227,10 @@ def model_from_pretrained(
 def from_pretrained(path: str | os.PathLike, hparams: Any = None, **kwargs: Any) -> Any:
     """The module a checkpoint folder holds, built from its config and loaded.
 
-    The family comes from the folder (``config.json``'s ``model_type``; Google's BERT release by
-    its files); the result is that family's module (``BERTEncoder``, ``RoBERTaEncoder``, ...),
-    as its own ``from_pretrained`` returns it. ``hparams`` and ``kwargs``: as there.
+    The family comes from the folder (``config.json``'s ``model_type``; Google's BERT and ALBERT
+    releases by their config files, its ELECTRA release by its checkpoint's entries); the result
+    is that family's module (``BERTEncoder``, ``RoBERTaEncoder``, ...), as its own
+    ``from_pretrained`` returns it. ``hparams`` and ``kwargs``: as there.
 
     Raises:
         CheckpointError: the folder is not a checkpoint texkit loads; an unknown ``model_type``
