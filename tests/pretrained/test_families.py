@@ -510,3 +510,37 @@ def test_electra_with_equal_embedding_and_hidden_sizes_is_bert_without_a_pooler(
     outputs, pooled = encoder(ids, **kwargs)
     np.testing.assert_allclose(outputs.numpy(), expected.numpy(), atol=1e-5, rtol=0)
     np.testing.assert_array_equal(pooled.numpy(), outputs.numpy()[:, 0])
+
+
+@pytest.mark.parametrize(
+    "family, tokenizer_files, expected",
+    [
+        ("gpt2_bpe", (), ("GPT2BPETokenizer", "gpt2")),
+        ("roberta", ("bpe/vocab.json", "bpe/merges.txt"), ("GPT2BPETokenizer", "roberta")),
+        ("albert", ("sentencepiece/albert/spiece.model",), ("SentencePieceTokenizer", "albert")),
+        ("t5", ("sentencepiece/t5/spiece.model",), ("SentencePieceTokenizer", "t5")),
+    ],
+)
+def test_tokenizer_from_pretrained_picks_the_family_tokenizer(
+    family, tokenizer_files, expected, tmp_path
+):
+    path = copy_of(family, tmp_path)
+    for file in tokenizer_files:
+        shutil.copy(os.path.join(FIXTURES, "..", file), path)
+    tokenizer = tx.pretrained.tokenizer_from_pretrained(path, max_seq_length=12)
+    assert (type(tokenizer).__name__, tokenizer.style) == expected
+    direct = getattr(tx.data, expected[0]).from_pretrained(
+        path, style=expected[1], max_seq_length=12
+    )
+    texts = ["In the beginning God created the heaven and the earth.", "¿Qué tal?"]
+    for key, value in direct.encode(texts).items():
+        np.testing.assert_array_equal(tokenizer.encode(texts)[key].numpy(), value.numpy())
+
+
+def test_tokenizer_from_pretrained_of_a_wordpiece_family_needs_the_casing(tmp_path):
+    path = copy_of("electra", tmp_path)
+    shutil.copy(os.path.join(FIXTURES, "..", "bert_vocabs", "cased", "vocab.txt"), path)
+    with pytest.raises(ValueError, match="pass lowercase=True"):
+        tx.pretrained.tokenizer_from_pretrained(path)
+    tokenizer = tx.pretrained.tokenizer_from_pretrained(path, lowercase=True)
+    assert type(tokenizer) is tx.data.BERTTokenizer and tokenizer.lowercase

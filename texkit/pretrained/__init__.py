@@ -20,7 +20,7 @@ from texkit.pretrained.checkpoints import CheckpointError, LoadReport, resolve_c
 from texkit.pretrained.family import FAMILIES
 from texkit.pretrained.folders import read_config
 from texkit.pretrained.gpt2 import gpt2_hparams_from_config
-from texkit.pretrained.loading import from_pretrained, load_checkpoint
+from texkit.pretrained.loading import from_pretrained, load_checkpoint, tokenizer_from_pretrained
 from texkit.pretrained.t5 import t5_name_table
 
 __all__ = [
@@ -38,5 +38,6 @@ __all__ = [
     "read_config",
     "resolve_checkpoint",
     "t5_name_table",
+    "tokenizer_from_pretrained",
     "vocab_file",
 ]

@@ -40,7 +40,7 @@ from typing import Any
 import tensorflow as tf
 
 from texkit import registry
-from texkit.data.tokenizers import BERTTokenizer
+from texkit.data.tokenizers import BERTTokenizer, GPT2BPETokenizer, SentencePieceTokenizer
 from texkit.modules.bert_heads import BERTPretrainer
 from texkit.modules.classifiers import BERTClassifier
 from texkit.modules.encoders import (
@@ -217,6 +217,18 @@ def _rows(
     return rows
 
 
+def _wordpiece(path: str, **kwargs: Any) -> BERTTokenizer:
+    return BERTTokenizer.from_pretrained(path, **kwargs)
+
+
+def _roberta_bpe(path: str, **kwargs: Any) -> GPT2BPETokenizer:
+    return GPT2BPETokenizer.from_pretrained(path, **{"style": "roberta", **kwargs})
+
+
+def _albert_sentencepiece(path: str, **kwargs: Any) -> SentencePieceTokenizer:
+    return SentencePieceTokenizer.from_pretrained(path, **{"style": "albert", **kwargs})
+
+
 def _keys(module: type) -> tuple[str, ...]:
     return tuple(k for k in module.default_hparams() if k != "name")
 
@@ -279,6 +291,7 @@ BERT = register_family(
         sized=_BERT_SIZED,
         num_layers_key="num_hidden_layers",
         check_config=_absolute_positions,
+        tokenizer=_wordpiece,
     )
 )
 ROBERTA = register_family(
@@ -295,6 +308,7 @@ ROBERTA = register_family(
         sized=_BERT_SIZED,
         num_layers_key="num_hidden_layers",
         check_config=_absolute_positions,
+        tokenizer=_roberta_bpe,
     )
 )
 ELECTRA = register_family(
@@ -322,6 +336,7 @@ ELECTRA = register_family(
         sized=_FACTORIZED_SIZED,
         num_layers_key="num_hidden_layers",
         check_config=_absolute_positions,
+        tokenizer=_wordpiece,
     )
 )
 ALBERT = register_family(
@@ -353,6 +368,7 @@ ALBERT = register_family(
         prefixes=("albert.",),
         sized=_FACTORIZED_SIZED,
         check_config=_albert_variants,
+        tokenizer=_albert_sentencepiece,
     )
 )
 DISTILBERT = register_family(
@@ -380,6 +396,7 @@ DISTILBERT = register_family(
             (("dim", "hidden_dim"), "blocks.0.ffn_inner.kernel"),
         ),
         num_layers_key="n_layers",
+        tokenizer=_wordpiece,
     )
 )
 

@@ -91,6 +91,8 @@ class Family:
         check_config: more checks of a raw config (``(config, source)``), or ``None``.
         translate: ``(config, source) -> hparams`` for a module whose hparams are not its
             config's keys (GPT-2's); ``None``: the ``config_keys`` are copied.
+        tokenizer: ``(path, **kwargs) -> tokenizer``: the family's in-graph tokenizer from a
+            checkpoint folder's files (``None``: texkit has none for it).
     """
 
     name: str
@@ -109,6 +111,7 @@ class Family:
     more_layer_counts: tuple[tuple[str, re.Pattern], ...] = ()
     check_config: Callable[[Mapping, str], None] | None = None
     translate: Callable[[Mapping, str], dict] | None = None
+    tokenizer: Callable[..., Any] | None = None
 
 
 FAMILIES: dict[str, Family] = {}

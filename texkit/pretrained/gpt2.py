@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from texkit import registry
+from texkit.data.tokenizers import GPT2BPETokenizer
 from texkit.modules.decoders import GPT2Decoder
 from texkit.modules.encoders.bert_family import ACTIVATIONS
 from texkit.pretrained.checkpoints import (
@@ -134,6 +135,10 @@ def gpt2_name_table(num_blocks: int) -> list[Row]:
     return rows
 
 
+def _tokenizer(path: str, **kwargs: Any) -> GPT2BPETokenizer:
+    return GPT2BPETokenizer.from_pretrained(path, **{"style": "gpt2", **kwargs})
+
+
 GPT2 = register_family(
     Family(
         name="gpt2",
@@ -174,6 +179,7 @@ GPT2 = register_family(
         num_layers_key="decoder.num_blocks",
         layer_pattern=re.compile(r"(?:^|[./])h\.?(\d+)[./]"),
         translate=gpt2_hparams_from_config,
+        tokenizer=_tokenizer,
     )
 )
 

@@ -57,6 +57,7 @@ __all__ = [
     "encoder_from_pretrained",
     "from_pretrained",
     "load_checkpoint",
+    "tokenizer_from_pretrained",
     "model_from_pretrained",
 ]
 
@@ -239,6 +240,30 @@ def from_pretrained(path: str | os.PathLike, hparams: Any = None, **kwargs: Any)
     path = resolve_checkpoint(path)
     family, _, _ = inspect_folder(path)
     return family.module.from_pretrained(path, hparams, **kwargs)
+
+
+def tokenizer_from_pretrained(path: str | os.PathLike, **kwargs: Any) -> Any:
+    """The in-graph tokenizer of a checkpoint folder's family, made from the folder's files.
+
+    ``BERTTokenizer`` for BERT, DistilBERT and ELECTRA (``vocab.txt``), ``GPT2BPETokenizer``
+    for RoBERTa (``style="roberta"``) and GPT-2, ``SentencePieceTokenizer`` for ALBERT and T5
+    (``spiece.model``), each through its own ``from_pretrained``. Every one has
+    ``encode(texts, second_texts=None)`` with the same outputs (``input_ids``, ``segment_ids``,
+    ``sequence_length``), so a pipeline written for one family runs on another.
+
+    Args:
+        path: a checkpoint folder, or a packaged checkpoint's name.
+        **kwargs: the tokenizer's own arguments (``max_seq_length``; ``lowercase`` for
+            ``BERTTokenizer``, which a Google folder needs).
+
+    Raises:
+        CheckpointError: not a checkpoint folder texkit loads.
+    """
+    path = resolve_checkpoint(path)
+    family, _, _ = inspect_folder(path)
+    if family.tokenizer is None:
+        raise CheckpointError(f"{path}: texkit has no tokenizer for {family.name} checkpoints")
+    return family.tokenizer(path, **kwargs)
 
 
 # -- loading ---------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from texkit import registry
+from texkit.data.tokenizers import SentencePieceTokenizer
 from texkit.modules.t5 import T5EncoderDecoder
 from texkit.pretrained.checkpoints import DENSE, HUGGINGFACE, SAME, CheckpointError, Row
 from texkit.pretrained.family import Family, Format, register_family
@@ -85,6 +86,11 @@ def _check_config(config: Mapping[str, Any], source: str) -> None:
 
 _KEYS = tuple(k for k in T5EncoderDecoder.default_hparams() if k != "name")
 
+
+def _tokenizer(path: str, **kwargs: Any) -> SentencePieceTokenizer:
+    return SentencePieceTokenizer.from_pretrained(path, **{"style": "t5", **kwargs})
+
+
 T5 = register_family(
     Family(
         name="t5",
@@ -128,6 +134,7 @@ T5 = register_family(
         layer_pattern=re.compile(r"^encoder\.block\.(\d+)\."),
         more_layer_counts=(("num_decoder_layers", re.compile(r"^decoder\.block\.(\d+)\.")),),
         check_config=_check_config,
+        tokenizer=_tokenizer,
     )
 )
 
