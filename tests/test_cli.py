@@ -10,13 +10,16 @@ import yaml
 import texkit as tx
 from texkit import registry
 from texkit.cli import _include, main
+from texkit.hparams import HParams
 from texkit.modules import WordEmbedder
 
 
 def test_hparams_prints_the_defaults_as_yaml(capsys):
     assert main(["hparams", "WordEmbedder"]) == 0
-    printed = yaml.safe_load(capsys.readouterr().out)
-    assert printed == WordEmbedder.default_hparams()
+    out = capsys.readouterr().out
+    assert yaml.safe_load(out) == WordEmbedder.default_hparams()
+    # Each key carries its documentation line as a comment.
+    assert f"dim: 100  # {WordEmbedder.HPARAMS_DOC['dim']}" in out.splitlines()
 
 
 def test_hparams_applies_and_validates_overrides(capsys):
@@ -51,7 +54,22 @@ def test_hparams_accepts_every_registered_module_at_its_defaults(capsys):
     assert "WordEmbedder" in names and "MLPTransformConnector" in names
     for name in names:
         assert main(["hparams", name]) == 0, (name, capsys.readouterr().err)
-        assert capsys.readouterr().err == "", name
+        captured = capsys.readouterr()
+        assert captured.err == "", name
+        # Valid YAML of the defaults, every documented path's line in it as a comment.
+        cls = registry.resolve(name)
+        assert yaml.safe_load(captured.out) == HParams(None, cls.default_hparams()).todict(), name
+        for path, doc in cls.HPARAMS_DOC.items():
+            if "." not in path or _is_dict_path(cls.default_hparams(), path):
+                assert f"  # {doc}" in captured.out, (name, path)
+
+
+def _is_dict_path(hparams, path):
+    """Whether every part of ``path`` but the last names a dict (not a list's template)."""
+    node = hparams
+    for part in path.split(".")[:-1]:
+        node = node.get(part) if isinstance(node, dict) else None
+    return isinstance(node, dict) and path.split(".")[-1] in node
 
 
 class _NeedsATable:

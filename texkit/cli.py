@@ -1,6 +1,6 @@
 """The ``texkit`` command.
 
-texkit hparams WordEmbedder                  # a class's default hparams, as YAML
+texkit hparams WordEmbedder                  # a class's default hparams, as documented YAML
 texkit hparams WordEmbedder dim=64           # ... with overrides applied and validated
 texkit train EXPERIMENT.yaml [key=value ...] # train (resuming from run.model_dir)
 texkit evaluate EXPERIMENT.yaml [--split test]
@@ -55,8 +55,27 @@ def _print_hparams(name: str, overrides: list[str]) -> int:
     if unchecked:
         print(f"texkit hparams: values checked for type only: {unchecked}", file=sys.stderr)
     sys.stdout.write(f"# default hparams of {name}\n")
-    sys.stdout.write(yaml.safe_dump(hparams.todict(), sort_keys=False))
+    sys.stdout.write(documented_yaml(hparams.todict(), getattr(target, "HPARAMS_DOC", {})))
     return 0
+
+
+def documented_yaml(hparams: dict, docs: dict, path: str = "", indent: str = "") -> str:
+    """``hparams`` as YAML, each key followed by its line of ``docs`` (keyed by dotted path) as
+    a comment."""
+    lines = []
+    for key, value in hparams.items():
+        full = f"{path}.{key}" if path else str(key)
+        comment = f"  # {docs[full]}" if full in docs else ""
+        if isinstance(value, dict) and value:
+            lines.append(f"{indent}{yaml.safe_dump(key).splitlines()[0]}:{comment}")
+            lines.append(documented_yaml(value, docs, full, indent + "  ").rstrip("\n"))
+            continue
+        dumped = yaml.safe_dump({key: value}, sort_keys=False).rstrip("\n").split("\n")
+        if dumped[-1].strip() == "...":  # a lone scalar's document end marker
+            dumped.pop()
+        lines.append(f"{indent}{dumped[0]}{comment}")
+        lines.extend(indent + line for line in dumped[1:])
+    return "\n".join(lines) + "\n"
 
 
 # A constructor argument named like this is a size that comes from the data (vocab_size,
