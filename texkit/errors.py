@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-__all__ = ["HParamsError", "hparams_scope", "join_path"]
+__all__ = ["HParamsError", "Problems", "hparams_scope", "join_path"]
+
+# The most problems one HParamsError lists; the others are counted.
+MAX_LISTED = 20
 
 
 def join_path(path: str, key: Any) -> str:
@@ -14,19 +17,80 @@ def join_path(path: str, key: Any) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
+def _line(path: str, message: str) -> str:
+    return f"hparams '{path}': {message}" if path else f"hparams: {message}"
+
+
 class HParamsError(ValueError):
-    """A hyperparameter is unknown, of the wrong type, or out of range.
+    """A hyperparameter is unknown, of the wrong type, or out of range; or several are.
+
+    Validation collects every problem of a config before it fails, so one error may list many
+    (:meth:`collected`), each with its path, the first :data:`MAX_LISTED` shown.
 
     Attributes:
-        path: dotted path of the offending hyperparameter, e.g. ``"encoder.rnn_cell.kwargs.units"``
-            (empty when the error concerns the whole config).
+        path: dotted path of the (first) offending hyperparameter, e.g.
+            ``"encoder.rnn_cell.kwargs.units"`` (empty when the error concerns the whole config).
+        message: what is wrong there.
+        problems: every ``(path, message)`` of the error, in the order found.
     """
 
     def __init__(self, message: str, path: str = ""):
         self.path = path
-        prefix = f"hparams '{path}': " if path else "hparams: "
-        super().__init__(prefix + message)
         self.message = message
+        self.problems = [(path, message)]
+        super().__init__(_line(path, message))
+
+    @classmethod
+    def collected(cls, problems: Iterable[tuple[str, str]]) -> HParamsError:
+        """One error for ``problems`` (``(path, message)`` pairs; at least one)."""
+        problems = list(dict.fromkeys(problems))  # each once, in order
+        error = cls(problems[0][1], problems[0][0])
+        if len(problems) > 1:
+            lines = [_line(path, message) for path, message in problems[:MAX_LISTED]]
+            if len(problems) > MAX_LISTED:
+                lines.append(f"... and {len(problems) - MAX_LISTED} more")
+            error.args = (f"{len(problems)} problems:\n  " + "\n  ".join(lines),)
+            error.problems = problems
+        return error
+
+    def relocated(self, where: Callable[[str], str]) -> HParamsError:
+        """The same problems at the paths ``where(path)`` (e.g. under a parent key)."""
+        return HParamsError.collected([(where(path), message) for path, message in self.problems])
+
+
+class Problems:
+    """Collects :class:`HParamsError` problems so that validation goes on after one.
+
+    Example:
+        >>> problems = Problems()
+        >>> for key in ("a", "b"):
+        ...     with problems.check():
+        ...         raise HParamsError("unknown key", key)
+        >>> problems.raise_if_any()
+        Traceback (most recent call last):
+        ...
+        texkit.errors.HParamsError: 2 problems:
+          hparams 'a': unknown key
+          hparams 'b': unknown key
+    """
+
+    def __init__(self) -> None:
+        self.found: list[tuple[str, str]] = []
+
+    @contextlib.contextmanager
+    def check(self) -> Iterator[None]:
+        """Runs the block; an :class:`HParamsError` inside is recorded instead of raised."""
+        try:
+            yield
+        except HParamsError as error:
+            self.found.extend(error.problems)
+
+    def add(self, message: str, path: str = "") -> None:
+        self.found.append((path, message))
+
+    def raise_if_any(self) -> None:
+        if self.found:
+            raise HParamsError.collected(self.found)
 
 
 @contextlib.contextmanager
@@ -39,6 +103,4 @@ def hparams_scope(path: str) -> Iterator[None]:
     try:
         yield
     except HParamsError as error:
-        raise HParamsError(
-            error.message, join_path(path, error.path) if error.path else path
-        ) from None
+        raise error.relocated(lambda inner: join_path(path, inner) if inner else path) from None

@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from texkit import registry
-from texkit.errors import HParamsError, join_path
+from texkit.errors import HParamsError, Problems, join_path
+from texkit.hparams.texar_names import texar_key_hint, texar_type_hint
 
 __all__ = [
     "accepted_kwargs",
@@ -40,7 +41,12 @@ def is_type_kwargs(default: Mapping) -> bool:
     return "type" in default and "kwargs" in default
 
 
-def suggest(key: Any, known: Sequence[str]) -> str:
+def suggest(key: Any, known: Sequence[str], path: str = "") -> str:
+    """What to write instead of the unknown ``key`` (at ``path``): Texar's name's replacement
+    (:mod:`texkit.hparams.texar_names`), else the closest known keys, else all of them."""
+    hint = texar_key_hint(str(key), path)
+    if hint is not None:
+        return hint
     close = difflib.get_close_matches(str(key), [str(k) for k in known], n=3, cutoff=0.5)
     if close:
         return "did you mean " + " or ".join(repr(c) for c in close) + "?"
@@ -90,7 +96,9 @@ def resolve_type(value: Any, path: str) -> tuple[str | None, Any]:
         try:
             return value, registry.resolve(value)
         except HParamsError as error:
-            raise HParamsError(error.message, path) from None
+            hint = texar_type_hint(value)
+            message = f"unknown type {value!r}; {hint}" if hint else error.message
+            raise HParamsError(message, path) from None
     if inspect.isclass(value) or callable(value):
         name = registry.name_of(value)
         if name is None:
@@ -160,10 +168,13 @@ def _merge_value(value: Any, default: Any, path: str, allow_new: bool) -> Any:
                 path,
             )
         if len(default) == 1 and isinstance(default[0], Mapping):
-            return [
-                _merge_value(item, default[0], join_path(path, i), allow_new)
-                for i, item in enumerate(value)
-            ]
+            problems = Problems()
+            items = []
+            for i, item in enumerate(value):
+                with problems.check():
+                    items.append(_merge_value(item, default[0], join_path(path, i), allow_new))
+            problems.raise_if_any()
+            return items
         if default and all(type(d) is type(default[0]) for d in default):
             return [
                 _check_scalar(item, default[0], join_path(path, i)) for i, item in enumerate(value)
@@ -173,47 +184,70 @@ def _merge_value(value: Any, default: Any, path: str, allow_new: bool) -> Any:
 
 
 def merge_dict(user: Mapping, default: Mapping, path: str, allow_new: bool) -> dict:
+    """``user`` merged into ``default``, every problem of it found before one error lists them
+    all (:meth:`~texkit.errors.HParamsError.collected`)."""
+    problems = Problems()
     for key in user:
         if not isinstance(key, str):
-            raise HParamsError(
+            problems.add(
                 f"keys must be strings, got {type_name(key)} {short(key)}", join_path(path, key)
             )
+    problems.raise_if_any()
     if is_type_kwargs(default):
         return _merge_type_kwargs(user, default, path, allow_new)
     merged: dict = {}
     for key, default_value in default.items():
         if key in user:
-            merged[key] = _merge_value(user[key], default_value, join_path(path, key), allow_new)
+            with problems.check():
+                merged[key] = _merge_value(
+                    user[key], default_value, join_path(path, key), allow_new
+                )
         else:
             merged[key] = to_plain(default_value)
     for key in user:
         if key in default:
             continue
         if not allow_new:
-            raise HParamsError(f"unknown key; {suggest(key, list(default))}", join_path(path, key))
+            where = join_path(path, key)
+            problems.add(f"unknown key; {suggest(key, list(default), where)}", where)
+            continue
         merged[key] = to_plain(user[key])
+    problems.raise_if_any()
     return merged
 
 
 def _merge_type_kwargs(user: Mapping, default: Mapping, path: str, allow_new: bool) -> dict:
+    problems = Problems()
     if not allow_new:
         # Checked here, not by merge_dict below, so the suggestion includes 'type' and 'kwargs'.
         for key in user:
             if key not in default:
-                raise HParamsError(
-                    f"unknown key; {suggest(key, list(default))}", join_path(path, key)
-                )
+                where = join_path(path, key)
+                problems.add(f"unknown key; {suggest(key, list(default), where)}", where)
     others = {k: v for k, v in default.items() if k not in ("type", "kwargs")}
-    merged = merge_dict(
-        {k: v for k, v in user.items() if k not in ("type", "kwargs")}, others, path, allow_new
-    )
+    merged: dict = {}
+    with problems.check():  # (unknown keys were reported above)
+        merged = merge_dict(
+            {
+                k: v
+                for k, v in user.items()
+                if k not in ("type", "kwargs") and (allow_new or k in others)
+            },
+            others,
+            path,
+            allow_new,
+        )
     type_path = join_path(path, "type")
     kwargs_path = join_path(path, "kwargs")
     default_name, default_obj = resolve_type(default["type"], type_path)
+    name, obj = default_name, default_obj
     if "type" in user and user["type"] is not None:
-        name, obj = resolve_type(user["type"], type_path)
-    else:
-        name, obj = default_name, default_obj
+        try:
+            name, obj = resolve_type(user["type"], type_path)
+        except HParamsError as error:
+            # The kwargs cannot be checked against an unknown class.
+            problems.found.extend(error.problems)
+            problems.raise_if_any()
     accepted = None if obj is None else accepted_kwargs(obj)
 
     default_kwargs = dict(to_plain(default["kwargs"]) or {})
@@ -226,19 +260,22 @@ def _merge_type_kwargs(user: Mapping, default: Mapping, path: str, allow_new: bo
     if user_kwargs is None:
         user_kwargs = {}
     if not isinstance(user_kwargs, Mapping):
-        raise HParamsError(
+        problems.add(
             f"expected a dict of keyword arguments, got {type_name(user_kwargs)} "
             f"{short(user_kwargs)}",
             kwargs_path,
         )
+        user_kwargs = {}
     for key in user_kwargs:
         if not isinstance(key, str):
-            raise HParamsError(f"keys must be strings, got {short(key)}", kwargs_path)
-        if accepted is not None and key not in accepted:
-            raise HParamsError(
+            problems.add(f"keys must be strings, got {short(key)}", kwargs_path)
+        elif accepted is not None and key not in accepted:
+            where = join_path(kwargs_path, key)
+            problems.add(
                 f"{name} does not accept the keyword argument {key!r}; "
-                f"{suggest(key, sorted(accepted))}",
-                join_path(kwargs_path, key),
+                f"{suggest(key, sorted(accepted), where)}",
+                where,
             )
+    problems.raise_if_any()
     kwargs = {**default_kwargs, **to_plain(user_kwargs)}
     return {"type": name, "kwargs": kwargs, **merged}

@@ -29,7 +29,9 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from texkit import registry
+from texkit.errors import Problems
 from texkit.hparams import HParams, HParamsError
+from texkit.hparams.rules import to_plain
 from texkit.run.distribution import DISTRIBUTION_HPARAMS_DOC, default_distribution_hparams
 from texkit.run.optimization import OPTIMIZATION_HPARAMS_DOC, default_optimization_hparams
 from texkit.run.run_config import RUN_HPARAMS_DOC, check_run_hparams, default_run_hparams
@@ -202,18 +204,33 @@ def validate_experiment(hparams: Mapping | HParams) -> HParams:
     """The experiment's hparams, validated in full before anything is built.
 
     Every section is checked, and ``model.hparams`` and ``data.hparams`` against their builders'
-    defaults, so a typo anywhere fails at once, naming the key.
+    defaults; every problem found is in the one :class:`~texkit.hparams.HParamsError` raised,
+    each naming its key.
     """
-    hp = HParams(hparams, default_experiment_hparams())
-    resolved = hp.todict()
+    problems = Problems()
+    hp = None
+    with problems.check():
+        hp = HParams(hparams, default_experiment_hparams())
+    raw = to_plain(hparams)
+    builders = {}
     for kind in ("model", "data"):
-        builder = resolve_builder(hp[kind].type, kind, f"{kind}.type")
-        try:
-            builder_hp = HParams(hp[kind].hparams, builder.default_hparams())
-        except HParamsError as error:
-            raise HParamsError(error.message, _nested(kind, error.path)) from None
-        resolved[kind]["hparams"] = builder_hp.todict()
-    check_run_hparams(hp.run)
+        section = raw.get(kind) if isinstance(raw, Mapping) else None
+        if not isinstance(section, Mapping):
+            continue  # reported above
+        with problems.check():
+            builder = resolve_builder(section.get("type"), kind, f"{kind}.type")
+            user = section.get("hparams") or {}
+            try:
+                builders[kind] = HParams(user, builder.default_hparams()).todict()
+            except HParamsError as error:
+                raise error.relocated(lambda path, kind=kind: _nested(kind, path)) from None
+    if hp is not None:
+        with problems.check():
+            check_run_hparams(hp.run)
+    problems.raise_if_any()
+    resolved = hp.todict()
+    for kind, builder_hparams in builders.items():
+        resolved[kind]["hparams"] = builder_hparams
     return HParams(resolved, default_experiment_hparams())
 
 
