@@ -357,7 +357,11 @@ class SinusoidsPositionEmbedder(ModuleBase):
     """Fixed sinusoid position embeddings (Vaswani et al., 2017); no weights.
 
     ``PE[pos, 2i] = sin(pos / max_timescale^(2i/dim))``, ``PE[pos, 2i+1] = cos(...)`` of the same
-    angle.
+    angle: the paper's table. Texar (and tensor2tensor) compute another one, all the sines and
+    then all the cosines, with wavelengths ``max_timescale^(i/(dim/2 - 1))``; it is not a
+    reordering of this one, so a model trained with Texar's table gets it back only as learned
+    positions (``PositionEmbedder`` with the table loaded, as ``tests/modules/
+    test_texar_parity.py`` does).
 
     Args:
         position_size: when given, the embeddings of positions ``0 .. position_size - 1`` are
