@@ -6,6 +6,7 @@ texkit train EXPERIMENT.yaml [key=value ...] # train (resuming from run.model_di
 texkit evaluate EXPERIMENT.yaml [--split test]
 texkit predict EXPERIMENT.yaml --output predictions.jsonl [--split test]
 texkit export EXPERIMENT.yaml --output serving/ [--overwrite]
+texkit migrate TEXAR_CONFIG.py --model BUILDER [--base EXPERIMENT.yaml] [--output X.yaml] ...
 
 ``texkit hparams`` checks the values as the class itself does: it constructs the class with them
 (see :func:`_check_by_constructing`), so ``dim=-3`` is refused as ``WordEmbedder(...)`` would
@@ -254,6 +255,28 @@ def _add_run_arguments(command: argparse.ArgumentParser, name: str) -> None:
         )  # fmt: skip
 
 
+def _migrate(args: argparse.Namespace) -> int:
+    """``texkit migrate``: a Texar config file as a texkit experiment YAML, the changes made
+    listed as comments (and on stderr)."""
+    from texkit.run.texar_configs import experiment_from_texar, load_texar_config
+
+    for path in args.include:
+        _include(path)
+    variables = load_texar_config(args.config)
+    base = HParams.from_yaml(args.base, None).todict() if args.base else None
+    experiment, changes = experiment_from_texar(variables, args.model, args.data, base)
+    lines = [f"# Migrated from the Texar config {os.path.basename(args.config)} by texkit migrate."]
+    lines += [f"# - {change}" for change in changes]
+    text = "\n".join(lines) + "\n" + yaml.safe_dump(experiment, sort_keys=False)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        print(f"texkit migrate: wrote {args.output} ({len(changes)} changes)", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="texkit", description=__doc__.split("\n")[0])
@@ -263,6 +286,19 @@ def main(argv: list[str] | None = None) -> int:
     show.add_argument("overrides", nargs="*", help="key=value overrides, e.g. dim=64")
     for name, text in _RUN_COMMANDS.items():
         _add_run_arguments(commands.add_parser(name, help=text), name)
+    migrate = commands.add_parser("migrate", help="a Texar config file as a texkit experiment")
+    migrate.add_argument("config", help="the Texar config (a Python file of dicts)")
+    migrate.add_argument("--model", required=True, help="the model builder its sections feed")
+    migrate.add_argument("--data", help="the data builder of the experiment")
+    migrate.add_argument(
+        "--base", metavar="EXPERIMENT.yaml",
+        help="an experiment giving the rest (data, run): its model and optimization replaced",
+    )  # fmt: skip
+    migrate.add_argument(
+        "--include", action="append", default=[], metavar="FILE.py",
+        help="import this Python file first (it registers the builders); repeatable",
+    )  # fmt: skip
+    migrate.add_argument("--output", help="the YAML file to write (default: print it)")
     if argv and argv[0] in _RUN_COMMANDS:
         # Options may come before, between or after the key=value overrides.
         command = argparse.ArgumentParser(
@@ -280,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     from texkit.run import TrainingDiverged
 
     try:
+        if args.command == "migrate":
+            return _migrate(args)
         return _run_command(args)
     except TrainingDiverged as error:  # the run failed, not its command line: exit 1
         print(f"texkit {args.command}: {error}", file=sys.stderr)

@@ -128,7 +128,12 @@ def bbc_text_data(hparams: tx.HParams) -> tx.run.Data:
         "pretrained_vectors": {"file": "", "read_fn": "load_glove", "binary": None},
         "classifier": tx.modules.Conv1DClassifier.default_hparams(),
         "name": "sentence_classifier",
-    }
+    },
+    # texkit migrate: the variables of Texar's sentence_classifier config (config_kim.py).
+    texar_sections={
+        "embedder": ("emb", tx.modules.WordEmbedder),
+        "classifier": ("clas", tx.modules.Conv1DClassifier),
+    },
 )
 def sentence_classifier(hparams: tx.HParams, data: tx.run.Data) -> keras.Model:
     """WordEmbedder + Conv1DClassifier; logits in float32 for the loss.

@@ -60,6 +60,9 @@ class Seq2SeqAttn(keras.Model):
         super().__init__(**kwargs)
         self.hparams = dict(hparams)
         hp = self.hparams
+        if "embedder" in hp:  # module hparams, as Texar's config_model.py has them
+            self._from_modules(source_vocab_size, target_vocab_size, hp)
+            return
         self.source_embedder = tx.modules.WordEmbedder(
             vocab_size=source_vocab_size, hparams={"dim": hp["embedding_dim"]}
         )
@@ -90,14 +93,30 @@ class Seq2SeqAttn(keras.Model):
         )
         self.connector = tx.modules.MLPTransformConnector(self.decoder.cell.state_size)
 
+    def _from_modules(self, source_vocab_size: int, target_vocab_size: int, hp: dict) -> None:
+        """The modules of Texar's seq2seq_attn from their own hparams: one embedder config for
+        both languages, the encoder and the decoder; the decoder starts from a zero state (no
+        connector), as in Texar's example."""
+        self.source_embedder = tx.modules.WordEmbedder(
+            vocab_size=source_vocab_size, hparams={**hp["embedder"], "name": "source_embedder"}
+        )
+        self.target_embedder = tx.modules.WordEmbedder(
+            vocab_size=target_vocab_size, hparams={**hp["embedder"], "name": "target_embedder"}
+        )
+        self.encoder = tx.modules.BidirectionalRNNEncoder(hp["encoder"])
+        self.decoder = tx.modules.AttentionRNNDecoder(target_vocab_size, hparams=hp["decoder"])
+        self.connector = None
+
     def encode(self, source: tf.Tensor, source_length: tf.Tensor, training=None) -> tuple:
-        """(memory [batch, time, 2 * encoder_units], the decoder's initial cell state)."""
+        """(memory [batch, time, 2 * encoder_units], the decoder's initial cell state: ``None``
+        for a zero state)."""
         (forward, backward), final_states = self.encoder(
             self.source_embedder(source, training=training),
             sequence_length=source_length,
             training=training,
         )
-        return tf.concat([forward, backward], axis=-1), self.connector(final_states)
+        state = None if self.connector is None else self.connector(final_states)
+        return tf.concat([forward, backward], axis=-1), state
 
     def call(self, features: dict, training=None) -> tf.Tensor:
         memory, state = self.encode(features["source"], features["source_length"], training)
@@ -159,6 +178,22 @@ class Seq2SeqAttn(keras.Model):
 )
 def seq2seq_attn(hparams: tx.HParams, data: tx.run.Data) -> keras.Model:
     """The attention seq2seq model of this example (see :class:`Seq2SeqAttn`)."""
+    return Seq2SeqAttn(
+        data.source_vocab.size, data.target_vocab.size, hparams.todict(), name=hparams.name
+    )
+
+
+@tx.run.model_builder(
+    {"embedder": {}, "encoder": {}, "decoder": {}, "name": "seq2seq_attn_modules"},
+    texar_sections={
+        "embedder": ("embedder", tx.modules.WordEmbedder),
+        "encoder": ("encoder", tx.modules.BidirectionalRNNEncoder),
+        "decoder": ("decoder", tx.modules.AttentionRNNDecoder),
+    },
+)
+def seq2seq_attn_modules(hparams: tx.HParams, data: tx.run.Data) -> keras.Model:
+    """This example's model from the hparams of each module, in the layout of Texar's
+    ``config_model.py`` (what ``texkit migrate`` writes from it)."""
     return Seq2SeqAttn(
         data.source_vocab.size, data.target_vocab.size, hparams.todict(), name=hparams.name
     )

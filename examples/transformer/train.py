@@ -76,7 +76,10 @@ class Transformer(keras.Model):
         super().__init__(**kwargs)
         self.hparams = dict(hparams)
         hp = self.hparams
-        dim = hp["dim"]
+        if "emb" in hp:  # module hparams, as Texar's config_model.py has them (texkit migrate)
+            self._from_modules(source_vocab_size, target_vocab_size, hp)
+            return
+        dim = self._dim = hp["dim"]
         # N(0, dim^-1/2): scaled by sqrt(dim), the embeddings enter the stack with unit variance,
         # and the tied output layer starts with logits of unit variance.
         embedder = {
@@ -106,9 +109,29 @@ class Transformer(keras.Model):
             hparams={**stack, "num_blocks": hp["decoder_blocks"]},
         )
 
+    def _from_modules(self, source_vocab_size: int, target_vocab_size: int, hp: dict) -> None:
+        """The modules of Texar's transformer example from their own hparams: one embedder
+        config for both languages (Texar's shares one table over a joint vocabulary; the Bible
+        data has two), sinusoid positions, the encoder, and the decoder tied to the target
+        embeddings."""
+        self._dim = hp["emb"].get("dim", 100)
+        self.source_embedder = tx.modules.WordEmbedder(
+            vocab_size=source_vocab_size, hparams={**hp["emb"], "name": "source_embedder"}
+        )
+        self.position_embedder = tx.modules.SinusoidsPositionEmbedder(
+            hparams=hp["position_embedder_hparams"]
+        )
+        self.encoder = tx.modules.TransformerEncoder(hp["encoder"])
+        self.target_embedder = tx.modules.WordEmbedder(
+            vocab_size=target_vocab_size, hparams={**hp["emb"], "name": "target_embedder"}
+        )
+        self.decoder = tx.modules.TransformerDecoder(
+            output_layer=self.target_embedder, hparams=hp["decoder"]
+        )
+
     def encode(self, source: tf.Tensor, source_length: tf.Tensor, training=None) -> tf.Tensor:
         """The memory: ``[batch, time, dim]`` encoder outputs."""
-        words = self.source_embedder(source, training=training) * self.hparams["dim"] ** 0.5
+        words = self.source_embedder(source, training=training) * self._dim**0.5
         positions = tf.broadcast_to(tf.range(tf.shape(source)[1]), tf.shape(source))
         inputs = words + self.position_embedder(positions=positions)
         return self.encoder(inputs, sequence_length=source_length, training=training)
@@ -180,6 +203,33 @@ class Transformer(keras.Model):
 )
 def transformer(hparams: tx.HParams, data: tx.run.Data) -> keras.Model:
     """The Transformer of this example (see :class:`Transformer`)."""
+    return Transformer(
+        data.source_vocab.size, data.target_vocab.size, hparams.todict(), name=hparams.name
+    )
+
+
+@tx.run.model_builder(
+    {
+        "emb": {},
+        "position_embedder_hparams": {},
+        "encoder": {},
+        "decoder": {},
+        "label_smoothing": 0.0,
+        "name": "transformer_modules",
+    },
+    texar_sections={
+        "emb": ("emb", tx.modules.WordEmbedder),
+        "position_embedder_hparams": (
+            "position_embedder_hparams",
+            tx.modules.SinusoidsPositionEmbedder,
+        ),
+        "encoder": ("encoder", tx.modules.TransformerEncoder),
+        "decoder": ("decoder", tx.modules.TransformerDecoder),
+    },
+)
+def transformer_modules(hparams: tx.HParams, data: tx.run.Data) -> keras.Model:
+    """This example's Transformer from the hparams of each module, in the layout of Texar's
+    ``config_model.py`` (what ``texkit migrate`` writes from it)."""
     return Transformer(
         data.source_vocab.size, data.target_vocab.size, hparams.todict(), name=hparams.name
     )

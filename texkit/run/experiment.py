@@ -117,13 +117,19 @@ class Data(Mapping):
         return f"Data(splits={sorted(self._splits)}, info={sorted(self._info)})"
 
 
-def _builder(kind: str, defaults: Mapping, name: str | None) -> Callable:
+def _builder(
+    kind: str, defaults: Mapping, name: str | None, texar_sections: Mapping | None = None
+) -> Callable:
     if "name" not in defaults:
         raise HParamsError("the default hparams of a builder must have a 'name'", "name")
     frozen = copy.deepcopy(dict(defaults))
+    for section in texar_sections or {}:
+        if section not in frozen:
+            raise HParamsError("a Texar section that the defaults do not have", section)
 
     def decorate(function: Callable) -> Callable:
         function.default_hparams = lambda: copy.deepcopy(frozen)
+        function.texar_sections = dict(texar_sections or {})
         setattr(function, _KIND, kind)
         registry.register(function, name)
         return function
@@ -131,17 +137,22 @@ def _builder(kind: str, defaults: Mapping, name: str | None) -> Callable:
     return decorate
 
 
-def model_builder(defaults: Mapping, name: str | None = None) -> Callable:
+def model_builder(
+    defaults: Mapping, name: str | None = None, texar_sections: Mapping | None = None
+) -> Callable:
     """Declares and registers ``function(hparams, data) -> keras.Model`` as a model builder.
 
     Args:
         defaults: the builder's default hparams (validated strictly, like any texkit hparams).
         name: the registry name (default: the function's name).
+        texar_sections: for ``texkit migrate``: ``{section: (texar_variable, TexkitClass)}``,
+            the sections of ``defaults`` that take a module's hparams, with the variable of a
+            Texar config that holds them (``{"embedder": ("emb", WordEmbedder)}``).
 
     The function runs inside the distribution strategy's scope and the precision policy of the
     run; it gets its validated ``HParams`` and the experiment's :class:`Data`.
     """
-    return _builder("model", defaults, name)
+    return _builder("model", defaults, name, texar_sections)
 
 
 def data_builder(defaults: Mapping, name: str | None = None) -> Callable:

@@ -1,0 +1,245 @@
+"""Texar config files to texkit experiments (``texkit migrate``).
+
+Texar's examples keep their hparams in Python modules of dicts (``config_model.py``): one
+variable per module (``embedder``, ``encoder``, ``decoder``, ``emb``, ``clas``), the optimizer
+(``opt``), and options that the example's script reads itself (``lr``, ``beam_width``,
+``loss_label_confidence``, ``num_epochs``, ...). :func:`load_texar_config` runs such a file (it
+is the user's own code, as ``--include`` files are) and :func:`experiment_from_texar` turns its
+variables into a texkit experiment:
+
+* each section of the model builder that names its Texar variable and texkit class
+  (``model_builder(..., texar_sections={"embedder": ("emb", WordEmbedder)})``) gets that
+  variable, translated by :func:`~texkit.hparams.from_texar` and validated against the class;
+* ``opt`` becomes the ``optimization`` section (:func:`~texkit.hparams.optimization_from_texar`);
+  the Transformer script's ``lr`` (``constant.linear_warmup.rsqrt_decay.rsqrt_depth``:
+  ``lr_constant * min(1, step / warmup) / sqrt(max(step, warmup))``) is exactly texkit's
+  ``InverseSquareRootDecay`` with ``learning_rate = lr_constant / sqrt(warmup_steps)``;
+* ``loss_label_confidence`` c becomes the model's ``label_smoothing`` = 1 - c when the builder
+  has one (spread over all V classes in texkit, V - 1 in Texar: reported), ``random_seed`` the
+  run's ``seed``;
+* every other variable is reported as not carried (Texar's script read it: file paths, epochs,
+  batch sizes counted in tokens, decoding options).
+
+A config that imports Texar for its hparams helpers (``texar.tf.modules.
+default_transformer_poswise_net_hparams``) runs without Texar installed: those helpers are
+provided with Texar's documented defaults while the file runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import importlib.util
+import math
+import os
+import sys
+import types
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple
+
+from texkit.errors import HParamsError, Problems
+from texkit.hparams import from_texar, optimization_from_texar
+from texkit.hparams.texar_migration import Change
+from texkit.run.experiment import resolve_builder
+
+__all__ = ["ExperimentMigration", "experiment_from_texar", "load_texar_config"]
+
+_EXPERIMENT_SECTIONS = ("model", "data", "optimization", "distribution", "run", "name")
+
+
+class ExperimentMigration(NamedTuple):
+    """What :func:`experiment_from_texar` returns: the experiment's hparams (a dict, as a YAML
+    file holds them) and every change made, the variables not carried included."""
+
+    experiment: dict
+    changes: list[Change]
+
+
+def _poswise_net_hparams(output_dim: int = 512) -> dict:
+    """Texar's default position-wise network: dense (4 * output_dim, relu), dropout 0.1, dense
+    (output_dim)."""
+    return {
+        "layers": [
+            {"type": "Dense", "kwargs": {"name": "conv1", "units": output_dim * 4,
+                                         "activation": "relu", "use_bias": True}},
+            {"type": "Dropout", "kwargs": {"rate": 0.1}},
+            {"type": "Dense", "kwargs": {"name": "conv2", "units": output_dim, "use_bias": True}},
+        ],
+        "name": "ffn",
+    }  # fmt: skip
+
+
+@contextlib.contextmanager
+def _texar_helpers() -> Iterator[None]:
+    """``texar`` (``texar.tf``, ``texar.torch``) with the hparams helpers configs call, unless
+    Texar itself is installed."""
+    if importlib.util.find_spec("texar") is not None:
+        yield
+        return
+    names = ["texar", "texar.tf", "texar.tf.modules", "texar.torch", "texar.torch.modules"]
+    stubs = {name: types.ModuleType(name) for name in names}
+    for backend in ("tf", "torch"):
+        modules = stubs[f"texar.{backend}.modules"]
+        modules.default_transformer_poswise_net_hparams = _poswise_net_hparams
+        stubs[f"texar.{backend}"].modules = modules
+        setattr(stubs["texar"], backend, stubs[f"texar.{backend}"])
+    saved = {name: sys.modules.get(name) for name in names}
+    sys.modules.update(stubs)
+    try:
+        yield
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+
+
+def load_texar_config(path: str | os.PathLike) -> dict[str, Any]:
+    """The variables of a Texar config file (a Python module of dicts), by running it.
+
+    The file is the user's own code and runs as such (like ``texkit train --include``); its
+    public variables that are data (dicts, lists, strings, numbers, booleans, ``None``) are
+    returned, modules and functions left out.
+
+    Raises:
+        FileNotFoundError: no such file. ValueError: not a ``.py`` file.
+    """
+    path = os.path.abspath(os.fspath(path))
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"texkit migrate: no such file: {path}")
+    if not path.endswith(".py"):
+        raise ValueError(f"texkit migrate: {path} is not a Python config file (.py)")
+    name = "texkit_texar_config_" + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    with _texar_helpers():
+        spec.loader.exec_module(module)
+    data = (dict, list, tuple, str, int, float, bool, type(None))
+    return {
+        key: value
+        for key, value in vars(module).items()
+        if not key.startswith("_") and isinstance(value, data)
+    }
+
+
+def _transformer_lr(lr: Mapping, changes: list[Change]) -> dict:
+    schedule = lr.get("learning_rate_schedule")
+    if schedule == "static":
+        changes.append(Change("lr", dict(lr), lr["static_lr"], "a constant learning rate"))
+        return {"learning_rate": lr["static_lr"]}
+    if schedule != "constant.linear_warmup.rsqrt_decay.rsqrt_depth":
+        raise HParamsError(f"no texkit schedule for Texar's {schedule!r}", "lr")
+    warmup = lr["warmup_steps"]
+    peak = lr["lr_constant"] / math.sqrt(warmup)
+    section = {
+        "learning_rate": peak,
+        "learning_rate_schedule": {
+            "type": "InverseSquareRootDecay",
+            "kwargs": {"warmup_steps": warmup},
+        },
+    }
+    changes.append(
+        Change(
+            "lr",
+            dict(lr),
+            section,
+            "the same schedule: linear warmup, then inverse square "
+            "root decay, peaking at lr_constant / sqrt(warmup_steps)",
+        )  # fmt: skip
+    )
+    return section
+
+
+def experiment_from_texar(
+    variables: Mapping[str, Any],
+    model: str,
+    data: str | None = None,
+    base: Mapping[str, Any] | None = None,
+) -> ExperimentMigration:
+    """A texkit experiment from a Texar config's variables (see the module docstring).
+
+    Args:
+        variables: the config's variables (:func:`load_texar_config`).
+        model: the registered model builder whose ``texar_sections`` say which variable feeds
+            which of its sections.
+        data: the registered data builder (``None``: ``base``'s, if any).
+        base: an experiment (as its YAML file holds it) that gives what the Texar config does
+            not say: the data, the run; its ``model`` is replaced, its ``optimization`` too when
+            the config has one, and the keys of a section of the example's own (e.g.
+            ``translate.beam_width``) take the config's variables of the same names.
+
+    Raises:
+        HParamsError: every problem of the translated sections at once (paths under
+            ``model.hparams``), or a Texar option texkit cannot express.
+    """
+    builder = resolve_builder(model, "model", "--model")
+    sections = getattr(builder, "texar_sections", None)
+    if not sections:
+        raise HParamsError(
+            f"the model builder {model!r} does not say which Texar variables its sections take "
+            "(model_builder(..., texar_sections={section: (variable, Class)}))",
+            "--model",
+        )
+    problems = Problems()
+    changes: list[Change] = []
+    used: set[str] = set()
+    hparams: dict = {}
+    for section, (variable, module_class) in sections.items():
+        if variable not in variables:
+            continue
+        used.add(variable)
+        with problems.check():
+            try:
+                translated, section_changes = from_texar(variables[variable], module_class)
+            except HParamsError as error:
+                raise error.relocated(lambda path, s=section: f"model.hparams.{s}.{path}".rstrip(
+                    ".")) from None  # fmt: skip
+            hparams[section] = translated
+            changes += [c._replace(path=f"{variable}.{c.path}") for c in section_changes]
+    experiment = copy.deepcopy(dict(base or {}))
+    experiment["model"] = {"type": model, "hparams": hparams}
+    for name, section in experiment.items():
+        if name in _EXPERIMENT_SECTIONS or not isinstance(section, dict):
+            continue
+        for key in sorted(set(section) & set(variables) - used):
+            used.add(key)
+            changes.append(Change(key, variables[key], f"{name}.{key}"))
+            section[key] = variables[key]
+    if data is not None:
+        resolve_builder(data, "data", "--data")
+        experiment["data"] = {"type": data}
+    optimization: dict = {}
+    if "opt" in variables:
+        used.add("opt")
+        with problems.check():
+            section, opt_changes = optimization_from_texar(variables["opt"])
+            optimization.update(section)
+            changes += [c._replace(path=f"opt.{c.path}") for c in opt_changes]
+    if "lr" in variables and isinstance(variables["lr"], Mapping):
+        used.add("lr")
+        with problems.check():
+            optimization.update(_transformer_lr(variables["lr"], changes))
+    if optimization:
+        experiment["optimization"] = optimization
+    confidence = variables.get("loss_label_confidence")
+    if confidence is not None and "label_smoothing" in builder.default_hparams():
+        used.add("loss_label_confidence")
+        hparams["label_smoothing"] = 1.0 - confidence
+        changes.append(
+            Change(
+                "loss_label_confidence",
+                confidence,
+                hparams["label_smoothing"],
+                "model.hparams.label_smoothing = 1 - confidence, spread over all V classes "
+                "(Texar: over the V - 1 others)",
+            )  # fmt: skip
+        )
+    if isinstance(variables.get("random_seed"), int):
+        used.add("random_seed")
+        experiment.setdefault("run", {})["seed"] = variables["random_seed"]
+        changes.append(Change("random_seed", variables["random_seed"], "run.seed"))
+    for name in sorted(set(variables) - used):
+        changes.append(Change(name, variables[name], None, "not carried: Texar's script reads it"))
+    problems.raise_if_any()
+    return ExperimentMigration(experiment, changes)
