@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 
 from texkit.errors import HParamsError, join_path
 from texkit.hparams.core import HParams
+from texkit.hparams.rules import short
 from texkit.hparams.texar_names import TEXAR_TYPES
 
 __all__ = ["Change", "Migration", "from_texar", "optimization_from_texar"]
@@ -55,7 +56,7 @@ class Change(NamedTuple):
     note: str = ""
 
     def __str__(self) -> str:
-        text = f"{self.path}: {self.texar!r} -> {self.texkit!r}"
+        text = f"{self.path}: {short(self.texar)} -> {short(self.texkit)}"
         return f"{text} ({self.note})" if self.note else text
 
 
@@ -146,7 +147,7 @@ def _translate(node: Any, path: str, changes: list[Change], in_kwargs: bool = Fa
                     value,
                     None,
                     f"a loss argument in texkit: label_smoothing="
-                    f"{1 - value:g}, spread over all V classes (Texar: over V - 1)",
+                    f"{round(1 - value, 12):g}, spread over all V classes (Texar: over V - 1)",
                 )  # fmt: skip
             )
         elif key == "output_dim" and path.endswith("multihead_attention"):
@@ -274,13 +275,14 @@ def optimization_from_texar(texar_opt: Mapping) -> Migration:
         if old in kwargs:
             kwargs[new] = kwargs.pop(old)
             changes.append(Change(f"optimizer.kwargs.{old}", kwargs[new], kwargs[new], new))
-    learning_rate = kwargs.pop("learning_rate", 0.001)
+    given = "learning_rate" in kwargs
+    learning_rate = kwargs.pop("learning_rate", 0.001)  # Texar's default
     changes.append(
         Change(
             "optimizer.kwargs.learning_rate",
+            learning_rate if given else None,
             learning_rate,
-            learning_rate,
-            "moved to optimization.learning_rate",
+            "moved to optimization.learning_rate" if given else "Texar's default",
         )  # fmt: skip
     )
     out["optimizer"] = {"type": new_name, "kwargs": kwargs}

@@ -225,7 +225,7 @@ def experiment_from_texar(
     confidence = variables.get("loss_label_confidence")
     if confidence is not None and "label_smoothing" in builder.default_hparams():
         used.add("loss_label_confidence")
-        hparams["label_smoothing"] = 1.0 - confidence
+        hparams["label_smoothing"] = round(1.0 - confidence, 12)
         changes.append(
             Change(
                 "loss_label_confidence",
