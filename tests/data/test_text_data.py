@@ -574,3 +574,17 @@ def test_carriage_returns_nul_bytes_and_utf16_are_errors_naming_file_and_line(
     text.write_bytes(content)
     with pytest.raises(ValueError, match=rf"{text}:{line}: the line holds a {reason}"):
         mono({**files, "text": str(text)})
+
+
+def test_files_may_be_one_string_as_in_texar(files, tmp_path):
+    """Texar took "a string or a list" for ``files``: one string is the list of one."""
+    as_list = examples(mono(files))
+    as_string = examples(mono(files, files=files["text"]))
+    assert as_string == as_list and as_list
+    lines = write_lines(tmp_path / "labels.txt", ["1", "0"])
+    data = MultiAlignedData(
+        {"datasets": [{"files": lines, "data_type": "int", "data_name": "y"}], "shuffle": False}
+    )
+    assert data.hparams.datasets[0].files == (lines,)
+    with pytest.raises(HParamsError, match="'dataset.files'"):
+        mono(files, files=7)

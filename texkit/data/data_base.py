@@ -31,6 +31,20 @@ __all__ = ["DataBase", "FieldReport", "InputReport"]
 logger = logging.getLogger("texkit")
 
 
+def _files_as_lists(hparams: Any) -> Any:
+    """``hparams`` with every ``files`` that is a string made a list of it (nested dicts and
+    lists of dicts included); anything else as given, for validation to judge."""
+    if isinstance(hparams, dict) or hasattr(hparams, "todict"):
+        plain = hparams.todict() if hasattr(hparams, "todict") else hparams
+        return {
+            key: [value] if key == "files" and isinstance(value, str) else _files_as_lists(value)
+            for key, value in plain.items()
+        }
+    if isinstance(hparams, list):
+        return [_files_as_lists(item) for item in hparams]
+    return hparams
+
+
 class DataBase(Configurable):
     """Base of texkit's datasets: common hparams and the ``tf.data`` pipeline.
 
@@ -63,6 +77,12 @@ class DataBase(Configurable):
         "tfds.data_dir": "Where the prepared dataset is (None: tfds' default).",
         "name": "Name of the dataset.",
     }
+
+    @classmethod
+    def make_hparams(cls, hparams: Any) -> Any:
+        """Validated hparams; a ``files`` given as one string (as Texar allowed) is the list of
+        that one path or pattern."""
+        return super().make_hparams(_files_as_lists(hparams))
 
     def __init__(self, hparams: Any = None):
         self._hparams = self.make_hparams(hparams)

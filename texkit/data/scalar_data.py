@@ -39,7 +39,8 @@ def scalar_field_defaults() -> dict:
 
 
 SCALAR_FIELD_DOC = {
-    "files": "Files with one number per line (paths or glob patterns), read in order.",
+    "files": "Files with one number per line (paths or glob patterns), read in order; one "
+    "string is a list of one.",
     "compression_type": "'', 'GZIP' or 'ZLIB'.",
     "data_type": "'int' (int32) or 'float' (float32).",
     "data_name": "The batch key of the values.",

@@ -61,7 +61,7 @@ def text_field_defaults(bos_token: str = "<BOS>", tfds_feature: str = "text") ->
 
 TEXT_FIELD_DOC = {
     "files": "Text files (paths or glob patterns, any tf.io.gfile path), one example per line, "
-    "read in order.",
+    "read in order; one string is a list of one.",
     "compression_type": "'' , 'GZIP' or 'ZLIB'.",
     "vocab_file": "Vocabulary file, one token per line (see tx.data.Vocab).",
     "delimiter": "Token separator (None: runs of ASCII whitespace).",

@@ -180,7 +180,8 @@ class TFRecordData(DataBase):
 
     HPARAMS_DOC = {
         **DataBase.HPARAMS_DOC,
-        "dataset.files": "TFRecord files (paths or glob patterns, any tf.io.gfile path).",
+        "dataset.files": "TFRecord files (paths or glob patterns, any tf.io.gfile path); one "
+        "string is a list of one.",
         "dataset.compression_type": "'', 'GZIP' or 'ZLIB'.",
         "dataset.features": "{name: [dtype, kind, shape]}: see texkit.data.tfrecord_data.",
         "dataset.int64_as_int32": "Give int64 features as int32.",
