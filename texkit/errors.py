@@ -6,10 +6,29 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-__all__ = ["HParamsError", "Problems", "hparams_scope", "join_path"]
+__all__ = ["HParamsError", "Problems", "check_depth", "hparams_scope", "join_path"]
 
 # The most problems one HParamsError lists; the others are counted.
 MAX_LISTED = 20
+# The deepest nesting of dicts and lists a config may have (real ones use under ten levels).
+MAX_DEPTH = 64
+
+
+def check_depth(value: Any, what: str = "hparams") -> None:
+    """Raises :class:`HParamsError` when ``value``'s dicts and lists nest deeper than
+    :data:`MAX_DEPTH` (checked without recursion, so any depth is reported, not crashed on)."""
+    stack = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict) or hasattr(node, "todict"):
+            children = list(node.values())
+        elif isinstance(node, (list, tuple)):
+            children = list(node)
+        else:
+            continue
+        if depth >= MAX_DEPTH:
+            raise HParamsError(f"{what} nest deeper than {MAX_DEPTH} levels")
+        stack.extend((child, depth + 1) for child in children)
 
 
 def join_path(path: str, key: Any) -> str:

@@ -15,6 +15,7 @@ from texkit import registry
 from texkit.core import rnn_cells
 from texkit.core.rnn_cells import default_rnn_cell_hparams, rnn_cell_hparams_doc
 from texkit.hparams import HParams, HParamsError
+from texkit.hparams.core import MAX_LAYERS
 
 __all__ = [
     "BoundActivation",
@@ -148,8 +149,12 @@ def _check_bool(value: Any, path: str) -> bool:
 def _rnn_cell_options(spec: dict, path: str) -> tuple[int, dict, bool, bool]:
     """Pops and validates ``num_layers``, ``dropout``, ``residual``, ``highway`` (or defaults)."""
     num_layers = spec.pop("num_layers", 1)
-    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
+    if not isinstance(num_layers, int) or isinstance(num_layers, bool):
         raise HParamsError(f"expected a positive int, got {num_layers!r}", f"{path}.num_layers")
+    if not 1 <= num_layers <= MAX_LAYERS:
+        raise HParamsError(
+            f"expected an int in [1, {MAX_LAYERS}], got {num_layers!r}", f"{path}.num_layers"
+        )
     dropout = default_rnn_cell_hparams()["dropout"]
     for key, value in _as_dict(spec.pop("dropout", None) or {}).items():
         if key not in dropout:

@@ -28,6 +28,7 @@ from texkit.core.dropout import dropout
 from texkit.core.layers import get_activation
 from texkit.errors import HParamsError, hparams_scope
 from texkit.hparams import check_positive, check_positive_int, check_rate
+from texkit.hparams.core import MAX_LAYERS
 
 __all__ = [
     "DecoderBlock",
@@ -63,7 +64,8 @@ def check_stack_hparams(hp: Any) -> None:
     """Checks the hparams a Transformer encoder and decoder share, naming the bad key."""
     if hp.norm not in _NORMS:
         raise HParamsError(f"expected one of {_NORMS}, got {hp.norm!r}", "norm")
-    check_positive_int(hp, "dim", "num_blocks", "poswise_feedforward.dim")
+    check_positive_int(hp, "dim", "poswise_feedforward.dim")
+    check_positive_int(hp, "num_blocks", maximum=MAX_LAYERS)
     check_positive(hp, "layer_norm_epsilon")
     # multihead_attention.* is checked once, by MultiHeadAttention itself (see _attention).
     check_rate(hp, "embedding_dropout", "residual_dropout")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from texkit.errors import HParamsError
+from texkit.errors import HParamsError, check_depth
 from texkit.hparams.rules import (
     accepted_kwargs,
     is_type_kwargs,
@@ -29,8 +30,17 @@ def _at(hparams: Mapping, path: str) -> Any:
     return node
 
 
-def check_positive_int(hparams: Mapping, *paths: str, optional: bool = False) -> None:
-    """Raises :class:`HParamsError` naming the first of ``paths`` that is not an int >= 1.
+# Bounds that admit every real model and refuse typos before anything is allocated: layer
+# counts (``num_blocks: 1000000`` would build for minutes) and the sizes of one dimension.
+MAX_LAYERS = 1024
+MAX_SIZE = 2**31 - 1
+
+
+def check_positive_int(
+    hparams: Mapping, *paths: str, optional: bool = False, maximum: int = MAX_SIZE
+) -> None:
+    """Raises :class:`HParamsError` naming the first of ``paths`` that is not an int in
+    ``[1, maximum]`` (a size of one dimension, by default; :data:`MAX_LAYERS` for layer counts).
 
     With ``optional``, ``None`` is accepted too.
     """
@@ -38,17 +48,19 @@ def check_positive_int(hparams: Mapping, *paths: str, optional: bool = False) ->
         value = _at(hparams, path)
         if optional and value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            expected = "None or a positive int" if optional else "a positive int"
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+            expected = f"an int in [1, {maximum}]"
+            expected = f"None or {expected}" if optional else expected
             raise HParamsError(f"expected {expected}, got {value!r}", path)
 
 
 def check_positive(hparams: Mapping, *paths: str) -> None:
-    """Raises :class:`HParamsError` naming the first of ``paths`` that is not a number > 0."""
+    """Raises :class:`HParamsError` naming the first of ``paths`` that is not a finite
+    number > 0."""
     for path in paths:
         value = _at(hparams, path)
-        if not value > 0:
-            raise HParamsError(f"expected a positive number, got {value!r}", path)
+        if not 0 < value < math.inf:
+            raise HParamsError(f"expected a finite positive number, got {value!r}", path)
 
 
 def check_rate(hparams: Mapping, *paths: str) -> None:
@@ -110,6 +122,7 @@ class HParams(Mapping):
             )
         if isinstance(hparams, HParams):
             hparams = hparams.todict()
+        check_depth(hparams)
         hparams = dict(hparams or {})
         if default_hparams is None:
             data = to_plain(hparams)

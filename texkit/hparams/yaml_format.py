@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from texkit.errors import HParamsError
+from texkit.errors import MAX_DEPTH, HParamsError
 
 __all__ = ["dump_yaml", "load_yaml_file", "safe_load"]
 
@@ -24,7 +24,11 @@ class _SafeLoader(yaml.SafeLoader):
     * Aliases (``*name``) are refused: they allow self-referencing and exponentially growing
       documents, and a config does not need them.
     * A key given twice in one mapping is an error rather than "the last one wins".
+    * Nesting deeper than :data:`~texkit.errors.MAX_DEPTH` levels is an error (no config needs
+      it, and the reader would run out of stack).
     """
+
+    _depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -32,7 +36,15 @@ class _SafeLoader(yaml.SafeLoader):
             raise yaml.composer.ComposerError(
                 None, None, "aliases (*name) are not allowed in texkit configs", event.start_mark
             )
-        return super().compose_node(parent, index)
+        if self._depth >= MAX_DEPTH:
+            raise yaml.composer.ComposerError(
+                None, None, f"nested deeper than {MAX_DEPTH} levels", self.peek_event().start_mark
+            )
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         seen = set()

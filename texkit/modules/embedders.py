@@ -33,6 +33,7 @@ from texkit.configurable import ModuleBase
 from texkit.core.dropout import dropout
 from texkit.core.layers import get_initializer
 from texkit.hparams import HParams, HParamsError, check_positive_int, check_rate
+from texkit.hparams.core import MAX_SIZE
 
 __all__ = ["WordEmbedder", "PositionEmbedder", "SinusoidsPositionEmbedder"]
 
@@ -128,6 +129,12 @@ class _TableEmbedder(ModuleBase):
             raise ValueError(f"{self._size_arg} must be positive, got {num_embeddings}")
         super().__init__(hparams, **kwargs)
         _check_common(self.hparams)
+        elements = int(num_embeddings) * self.hparams.dim
+        if elements > MAX_SIZE:
+            raise ValueError(
+                f"{self._size_arg}={num_embeddings} x dim={self.hparams.dim}: a table of "
+                f"{elements:,} values, more than texkit allocates in one table ({MAX_SIZE:,})"
+            )
         self._num_embeddings = int(num_embeddings)
         self._init_value = init_value
         self._initializer = get_initializer(self.hparams.initializer)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 
 import tensorflow as tf
 
+from texkit.errors import Problems
 from texkit.hparams import HParams, HParamsError
 
 __all__ = ["default_distribution_hparams", "strategy_from_hparams", "DISTRIBUTION_HPARAMS_DOC"]
@@ -141,6 +142,21 @@ def _check_devices(devices: list[str]) -> None:
             raise HParamsError(f"no device {device!r} here; devices: {names}", f"devices.{index}")
 
 
+def check_distribution_hparams(hp: HParams) -> None:
+    """Checks the values of validated distribution hparams that need no devices; errors name
+    the key."""
+    problems = Problems()
+    if hp.type not in _TYPES:
+        problems.add(f"expected one of {_TYPES}, got {hp.type!r}", "type")
+    if hp.communication not in _COMMUNICATION:
+        problems.add(
+            f"expected one of {sorted(_COMMUNICATION)}, got {hp.communication!r}", "communication"
+        )
+    if list(hp.devices) and hp.type not in ("one_device", "mirrored"):
+        problems.add(f"type {hp.type!r} takes no devices list", "devices")
+    problems.raise_if_any()
+
+
 def strategy_from_hparams(hparams: Mapping | HParams | None = None) -> tf.distribute.Strategy:
     """A ``tf.distribute.Strategy`` from distribution hparams (see the module docstring).
 
@@ -152,15 +168,8 @@ def strategy_from_hparams(hparams: Mapping | HParams | None = None) -> tf.distri
         RuntimeError: ``tpu`` where no TPU can be reached.
     """
     hp = HParams(hparams, default_distribution_hparams())
-    if hp.type not in _TYPES:
-        raise HParamsError(f"expected one of {_TYPES}, got {hp.type!r}", "type")
-    if hp.communication not in _COMMUNICATION:
-        raise HParamsError(
-            f"expected one of {sorted(_COMMUNICATION)}, got {hp.communication!r}", "communication"
-        )
+    check_distribution_hparams(hp)
     devices = list(hp.devices)
-    if devices and hp.type not in ("one_device", "mirrored"):
-        raise HParamsError(f"type {hp.type!r} takes no devices list", "devices")
     if devices:
         _check_devices(devices)
     if hp.type == "default":

@@ -29,11 +29,19 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from texkit import registry
-from texkit.errors import Problems
+from texkit.errors import Problems, hparams_scope
 from texkit.hparams import HParams, HParamsError
 from texkit.hparams.rules import to_plain
-from texkit.run.distribution import DISTRIBUTION_HPARAMS_DOC, default_distribution_hparams
-from texkit.run.optimization import OPTIMIZATION_HPARAMS_DOC, default_optimization_hparams
+from texkit.run.distribution import (
+    DISTRIBUTION_HPARAMS_DOC,
+    check_distribution_hparams,
+    default_distribution_hparams,
+)
+from texkit.run.optimization import (
+    OPTIMIZATION_HPARAMS_DOC,
+    check_optimization_hparams,
+    default_optimization_hparams,
+)
 from texkit.run.run_config import RUN_HPARAMS_DOC, check_run_hparams, default_run_hparams
 
 __all__ = [
@@ -176,7 +184,7 @@ def resolve_builder(name: Any, kind: str, path: str) -> Callable:
         target = registry.resolve(name)
     except HParamsError as error:
         raise HParamsError(
-            f"{error} (a {kind} builder defined in a file of your own is registered by "
+            f"{error.message} (a {kind} builder defined in a file of your own is registered by "
             "importing it, e.g. texkit train ... --include that_file.py)",
             path,
         ) from None
@@ -238,6 +246,10 @@ def validate_experiment(hparams: Mapping | HParams) -> HParams:
     if hp is not None:
         with problems.check():
             check_run_hparams(hp.run)
+        for section, check in (("optimization", check_optimization_hparams),
+                               ("distribution", check_distribution_hparams)):  # fmt: skip
+            with problems.check(), hparams_scope(section):
+                check(hp[section])
     problems.raise_if_any()
     resolved = hp.todict()
     for kind, builder_hparams in builders.items():

@@ -17,12 +17,14 @@ rate that the schedule starts from. Clipping and accumulation map to the Keras o
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 import keras
 
 from texkit import registry
+from texkit.errors import Problems
 from texkit.hparams import HParams, HParamsError, accepted_kwargs
 
 __all__ = ["default_optimization_hparams", "optimizer_from_hparams", "OPTIMIZATION_HPARAMS_DOC"]
@@ -106,6 +108,35 @@ def _schedule(hp: HParams) -> Any:
         raise HParamsError(f"{spec.type}: {error}", "learning_rate_schedule.kwargs") from error
 
 
+# More micro-batches than this per update is a typo (a 10**12 would never update).
+MAX_ACCUMULATION_STEPS = 65536
+
+
+def check_optimization_hparams(hp: HParams) -> None:
+    """Checks the values of validated optimization hparams; errors name the key."""
+    problems = Problems()
+    if not math.isfinite(hp.learning_rate) or hp.learning_rate < 0:
+        problems.add(f"expected a finite rate >= 0, got {hp.learning_rate}", "learning_rate")
+    if hp.gradient_clip.mode not in _CLIP_MODES:
+        problems.add(
+            f"expected one of {sorted(_CLIP_MODES)}, got {hp.gradient_clip.mode!r}",
+            "gradient_clip.mode",
+        )
+    value = hp.gradient_clip.value
+    if value is not None and not (
+        isinstance(value, (int, float)) and not isinstance(value, bool)
+        and math.isfinite(value) and value > 0
+    ):  # fmt: skip
+        problems.add(f"expected a finite number > 0 or None, got {value!r}", "gradient_clip.value")
+    steps = hp.gradient_accumulation_steps
+    if not 1 <= steps <= MAX_ACCUMULATION_STEPS:
+        problems.add(
+            f"expected an int in [1, {MAX_ACCUMULATION_STEPS}], got {steps}",
+            "gradient_accumulation_steps",
+        )
+    problems.raise_if_any()
+
+
 def optimizer_from_hparams(hparams: Mapping | HParams | None = None) -> keras.optimizers.Optimizer:
     """A Keras optimizer built from optimization hparams (see the module docstring).
 
@@ -114,18 +145,7 @@ def optimizer_from_hparams(hparams: Mapping | HParams | None = None) -> keras.op
             its own key here, or an out-of-range value; the error names the key.
     """
     hp = HParams(hparams, default_optimization_hparams())
-    if hp.learning_rate < 0:
-        raise HParamsError(f"expected a rate >= 0, got {hp.learning_rate}", "learning_rate")
-    if hp.gradient_clip.mode not in _CLIP_MODES:
-        raise HParamsError(
-            f"expected one of {sorted(_CLIP_MODES)}, got {hp.gradient_clip.mode!r}",
-            "gradient_clip.mode",
-        )
-    if hp.gradient_accumulation_steps < 1:
-        raise HParamsError(
-            f"expected an int >= 1, got {hp.gradient_accumulation_steps}",
-            "gradient_accumulation_steps",
-        )
+    check_optimization_hparams(hp)
     optimizer_class = registry.resolve(hp.optimizer.type)
     if not (
         isinstance(optimizer_class, type)

@@ -13,7 +13,7 @@ from typing import Any
 import keras
 
 from texkit import registry
-from texkit.hparams import HParams, HParamsError
+from texkit.hparams import HParams, HParamsError, hparams_scope
 
 __all__ = [
     "PRECISIONS",
@@ -154,8 +154,10 @@ def build_metric(spec: Any, path: str) -> Any:
                 raise HParamsError(f"Keras has no metric named {spec!r}", path) from None
         return spec
     if isinstance(spec, Mapping):
-        merged = HParams(spec, {"type": None, "kwargs": {}})
-        metric_class = registry.resolve(merged.type) if merged.type else None
+        with hparams_scope(path):
+            merged = HParams(spec, {"type": None, "kwargs": {}})
+        with hparams_scope(f"{path}.type"):
+            metric_class = registry.resolve(merged.type) if merged.type else None
         if not (isinstance(metric_class, type) and issubclass(metric_class, keras.metrics.Metric)):
             raise HParamsError(f"{merged.type!r} is not a Keras Metric class", f"{path}.type")
         return lambda: metric_class(**merged.kwargs.todict())

@@ -26,6 +26,7 @@ from texkit.core.layers import (
     masked_mean_pool,
 )
 from texkit.hparams import HParamsError, check_positive_int, check_rate
+from texkit.hparams.core import MAX_LAYERS
 
 __all__ = ["Conv1DEncoder"]
 
@@ -86,8 +87,8 @@ class Conv1DEncoder(ModuleBase):
         hp = self.hparams
         check_positive_int(hp, "filters", "dense_size")
         for key in ("num_conv_layers", "num_dense_layers"):
-            if hp[key] < 0:
-                raise HParamsError(f"expected an int >= 0, got {hp[key]!r}", key)
+            if not 0 <= hp[key] <= MAX_LAYERS:
+                raise HParamsError(f"expected an int in [0, {MAX_LAYERS}], got {hp[key]!r}", key)
         if not hp.kernel_sizes:
             raise HParamsError("expected at least one kernel size, got []", "kernel_sizes")
         for index, kernel_size in enumerate(hp.kernel_sizes):
