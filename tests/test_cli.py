@@ -259,3 +259,21 @@ def test_a_diverged_run_is_one_line_naming_the_step_and_exit_1(tmp_path, capsys)
     error = capsys.readouterr().err
     assert "became NaN or infinite at step" in error and "Traceback" not in error, error
     assert error.count("\n") == 1, error
+
+
+def test_a_model_dir_texkit_cannot_write_in_is_one_line_before_training(tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("a user's file")
+    cases = [
+        (str(afile), "is a file; give a folder"),
+        (str(afile / "sub"), "cannot write in"),
+        ("/proc/self/texkit_model", "cannot write in"),  # not writable, even for root
+    ]
+    for model_dir, expected in cases:
+        config = _write_experiment(tmp_path)
+        argv = ["train", config, f"run.model_dir={model_dir}", "--include", TOY]
+        assert main(argv) == 2, model_dir
+        error = capsys.readouterr().err
+        assert expected in error and "'run.model_dir'" in error, error
+        assert "Traceback" not in error and error.count("\n") == 1, error
+    assert afile.read_text() == "a user's file"

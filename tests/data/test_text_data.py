@@ -1,6 +1,7 @@
 """Text datasets on real files in a temporary folder, checked against Python's own reading."""
 
 import gzip
+import os
 import re
 import zlib
 
@@ -588,3 +589,37 @@ def test_files_may_be_one_string_as_in_texar(files, tmp_path):
     assert data.hparams.datasets[0].files == (lines,)
     with pytest.raises(HParamsError, match="'dataset.files'"):
         mono(files, files=7)
+
+
+def scalar_values(path, data_type):
+    data = ScalarData(
+        {"dataset": {"files": [str(path)], "data_type": data_type}, "shuffle": False,
+         "batch_size": 8}
+    )  # fmt: skip
+    return np.concatenate([b["data"] for b in data.dataset.as_numpy_iterator()])
+
+
+def test_numbers_at_the_edges_of_their_type(tmp_path):
+    ints = write_lines(tmp_path / "ints.txt", [str(-(2**31)), str(2**31 - 1), "0"])
+    np.testing.assert_array_equal(scalar_values(ints, "int"), [-(2**31), 2**31 - 1, 0])
+    too_big = write_lines(tmp_path / "big.txt", ["1", str(2**31)])
+    with pytest.raises(ValueError, match=r"big.txt:2: '2147483648' is not an int32 value"):
+        scalar_values(too_big, "int")
+    floats = write_lines(tmp_path / "floats.txt", ["3.4e38", "-1e-45", "2.5"])
+    assert np.isfinite(scalar_values(floats, "float")).all()
+    overflow = write_lines(tmp_path / "overflow.txt", ["1.0", "1e39"])  # inf in float32
+    with pytest.raises(ValueError, match=r"overflow.txt:2: '1e39' is not a float32 value"):
+        scalar_values(overflow, "float")
+
+
+def test_paths_that_are_not_regular_files_are_named(files, tmp_path):
+    with pytest.raises(ValueError, match=r"is a folder; give a file"):
+        mono(files, files=[str(tmp_path)])
+    with pytest.raises(ValueError, match=r"is a folder; give the file.*'dataset.vocab_file'"):
+        mono(files, vocab_file=str(tmp_path))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # a reader would wait for a writer forever
+    with pytest.raises(ValueError, match=r"'dataset.files'.*is a FIFO"):
+        mono(files, files=[str(fifo)])
+    with pytest.raises(ValueError, match=r"'dataset.files'.*/dev/zero' is a device"):
+        mono(files, files=["/dev/zero"])  # never ends

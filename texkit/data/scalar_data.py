@@ -69,14 +69,19 @@ class ScalarField(Field):
         text = tf.strings.strip(tf.where(valid, raw, "0"))
         if self.dtype == tf.int32:
             wide = tf.strings.to_number(text, tf.int64)
-            valid = tf.logical_and(valid, tf.abs(wide) < 2**31)
+            in_range = tf.logical_and(wide >= -(2**31), wide < 2**31)  # int32's range
+            valid = tf.logical_and(valid, in_range)
             value = tf.cast(tf.where(valid, wide, 0), tf.int32)
         else:
-            value = tf.strings.to_number(text, tf.float32)
+            # Parsed in float64, so a value beyond float32's range is an error, not inf.
+            wide = tf.strings.to_number(text, tf.float64)
+            valid = tf.logical_and(valid, tf.abs(wide) <= tf.float32.max)
+            value = tf.cast(tf.where(valid, wide, 0.0), tf.float32)
         return value, {}, tf.zeros_like(valid), tf.logical_not(valid)
 
     def error_message(self, record: bytes) -> str:
-        return f"{record.decode('utf-8', 'replace')!r} is not an {self.hparams.data_type} value"
+        kind = {"int": "an int32", "float": "a float32"}[self.hparams.data_type]
+        return f"{record.decode('utf-8', 'replace')!r} is not {kind} value"
 
     def actions(self) -> dict[str, str]:
         return {}

@@ -32,7 +32,9 @@ skipped or repaired). Nothing is dropped without being counted.
 from __future__ import annotations
 
 import gzip
+import os
 import re
+import stat
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -69,7 +71,26 @@ def check_files(patterns: Sequence[str], key: str) -> list[str]:
             raise FileNotFoundError(f"hparams '{key}': file {pattern!r} does not exist")
         else:
             paths.append(pattern)
+    for path in paths:
+        check_regular_file(path, key)
     return paths
+
+
+def check_regular_file(path: str, key: str) -> None:
+    """Raises ``ValueError`` naming ``key`` when ``path`` is a folder, or (on the local file
+    system) not a regular file: a FIFO would block the reader forever, a device such as
+    ``/dev/zero`` never ends."""
+    if tf.io.gfile.isdir(path):
+        raise ValueError(f"hparams '{key}': {path!r} is a folder; give a file")
+    if "://" in path:
+        return  # cloud storage holds regular files only
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # reported by the reader
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device or special file"
+        raise ValueError(f"hparams '{key}': {path!r} is {kind}, not a regular file")
 
 
 def check_raw_files(

@@ -113,11 +113,14 @@ class TextField(Field):
         if vocab is None:
             if not hparams.vocab_file:
                 raise HParamsError("a vocabulary file is required", f"{key}.vocab_file")
-            vocab = Vocab(
-                hparams.vocab_file,
-                bos_token=hparams.bos_token or "<BOS>",
-                eos_token=hparams.eos_token or "<EOS>",
-            )
+            try:
+                vocab = Vocab(
+                    hparams.vocab_file,
+                    bos_token=hparams.bos_token or "<BOS>",
+                    eos_token=hparams.eos_token or "<EOS>",
+                )
+            except (ValueError, FileNotFoundError) as error:
+                raise type(error)(f"{error} (hparams '{key}.vocab_file')") from None
         self.vocab = vocab
         for token in ("bos_token", "eos_token"):
             if hparams[token] and hparams[token] not in vocab.token_to_id_map_py:

@@ -60,6 +60,8 @@ def _decode(token: bytes, filename: str, line_number: int) -> str:
 def _read_vocab_file(filename: str) -> list[str]:
     if not tf.io.gfile.exists(filename):
         raise FileNotFoundError(f"vocabulary file {filename!r} does not exist")
+    if tf.io.gfile.isdir(filename):
+        raise ValueError(f"vocabulary file {filename!r} is a folder; give the file")
     with tf.io.gfile.GFile(filename, "rb") as f:
         raw_lines = f.read().split(b"\n")
     if raw_lines and raw_lines[-1] == b"":

@@ -97,6 +97,23 @@ def checkpoint_step(path: str) -> int:
     return int(match.group(1))
 
 
+
+def check_writable_folder(path: str, key: str) -> None:
+    """Raises :class:`HParamsError` naming ``key`` when ``path`` is not a folder texkit can
+    write in: a file, a folder that cannot be created, or one without write permission
+    (checked by writing and removing a small file, before any training step)."""
+    if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
+        raise HParamsError(f"{path!r} is a file; give a folder", key)
+    try:
+        tf.io.gfile.makedirs(path)
+        probe = os.path.join(path, f".texkit-write-check-{uuid.uuid4().hex[:12]}")
+        with tf.io.gfile.GFile(probe, "w") as f:
+            f.write("ok")
+        tf.io.gfile.remove(probe)
+    except (tf.errors.OpError, OSError) as error:
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise HParamsError(f"cannot write in {path!r}: {reason}", key) from None
+
 class Trainer:
     """Builds a model and its optimizer under a distribution strategy and trains it with ``fit``.
 
@@ -312,6 +329,8 @@ class Trainer:
                 last good checkpoint, which is kept.
         """
         run = self.hparams.run
+        if run.model_dir and self.is_chief:
+            check_writable_folder(run.model_dir, "run.model_dir")
         start = self.restore() if self.latest_checkpoint else 0
         if start and run.verbose:
             print(f"texkit: resuming from {self.latest_checkpoint} (step {start})")
