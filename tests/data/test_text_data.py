@@ -398,7 +398,7 @@ def test_scalar_data_parses_and_names_bad_lines(tmp_path):
         (["9999999999"], 1, "'9999999999'"),
     ]:
         path = write_lines(tmp_path / "bad.txt", lines)
-        with pytest.raises(ValueError, match=rf"bad.txt:{line}: {what} is not an int value"):
+        with pytest.raises(ValueError, match=rf"bad.txt:{line}: {what} is not an int32 value"):
             ScalarData({"dataset": {"files": [path]}})
 
 
@@ -607,9 +607,13 @@ def test_numbers_at_the_edges_of_their_type(tmp_path):
         scalar_values(too_big, "int")
     floats = write_lines(tmp_path / "floats.txt", ["3.4e38", "-1e-45", "2.5"])
     assert np.isfinite(scalar_values(floats, "float")).all()
-    overflow = write_lines(tmp_path / "overflow.txt", ["1.0", "1e39"])  # inf in float32
-    with pytest.raises(ValueError, match=r"overflow.txt:2: '1e39' is not a float32 value"):
-        scalar_values(overflow, "float")
+    for big in ("1e39", "-1e39", "1e400"):  # inf in float32 (1e400: in float64 too)
+        overflow = write_lines(tmp_path / "overflow.txt", ["1.0", big])
+        with pytest.raises(ValueError, match=rf"overflow.txt:2: '{big}' is not a float32 value"):
+            scalar_values(overflow, "float")
+    spelled = write_lines(tmp_path / "spelled.txt", ["inf", "-Infinity", "nan"])  # on purpose
+    values = scalar_values(spelled, "float")
+    assert values[0] == np.inf and values[1] == -np.inf and np.isnan(values[2])
 
 
 def test_paths_that_are_not_regular_files_are_named(files, tmp_path):

@@ -153,7 +153,8 @@ def _rnn_cell_options(spec: dict, path: str) -> tuple[int, dict, bool, bool]:
         raise HParamsError(f"expected a positive int, got {num_layers!r}", f"{path}.num_layers")
     if not 1 <= num_layers <= MAX_LAYERS:
         raise HParamsError(
-            f"expected an int in [1, {MAX_LAYERS}], got {num_layers!r}", f"{path}.num_layers"
+            f"expected a positive int, at most {MAX_LAYERS}, got {num_layers!r}",
+            f"{path}.num_layers",
         )
     dropout = default_rnn_cell_hparams()["dropout"]
     for key, value in _as_dict(spec.pop("dropout", None) or {}).items():

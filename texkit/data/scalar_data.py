@@ -73,9 +73,12 @@ class ScalarField(Field):
             valid = tf.logical_and(valid, in_range)
             value = tf.cast(tf.where(valid, wide, 0), tf.int32)
         else:
-            # Parsed in float64, so a value beyond float32's range is an error, not inf.
+            # Parsed in float64, so a number beyond float32's range is an error, not a silent
+            # inf; "inf" and "nan" written as such are values.
             wide = tf.strings.to_number(text, tf.float64)
-            valid = tf.logical_and(valid, tf.abs(wide) <= tf.float32.max)
+            spelled = tf.strings.regex_full_match(tf.strings.lower(text), r"[+-]?inf(inity)?")
+            overflow = tf.logical_and(tf.abs(wide) > tf.float32.max, tf.logical_not(spelled))
+            valid = tf.logical_and(valid, tf.logical_not(overflow))
             value = tf.cast(tf.where(valid, wide, 0.0), tf.float32)
         return value, {}, tf.zeros_like(valid), tf.logical_not(valid)
 
