@@ -627,3 +627,10 @@ def test_paths_that_are_not_regular_files_are_named(files, tmp_path):
         mono(files, files=[str(fifo)])
     with pytest.raises(ValueError, match=r"'dataset.files'.*/dev/zero' is a device"):
         mono(files, files=["/dev/zero"])  # never ends
+
+
+def test_reader_options_are_checked_naming_the_key(files):
+    with pytest.raises(HParamsError, match=r"'dataset.delimiter': expected None or a non-empty"):
+        mono(files, delimiter=0)
+    with pytest.raises(HParamsError, match=r"'dataset.compression_type': expected '', 'GZIP'"):
+        mono(files, compression_type="BOGUS")

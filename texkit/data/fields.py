@@ -14,6 +14,7 @@ from typing import Any
 import tensorflow as tf
 
 from texkit.data import sources
+from texkit.hparams import HParamsError
 
 __all__ = ["Field"]
 
@@ -32,6 +33,12 @@ class Field:
 
     def paths(self) -> list[str]:
         """The files to read, patterns expanded; a missing file is an error naming it."""
+        compression = self.hparams.get("compression_type", "")
+        if compression not in ("", "GZIP", "ZLIB"):
+            raise HParamsError(
+                f"expected '', 'GZIP' or 'ZLIB', got {compression!r}",
+                f"{self.key}.compression_type",
+            )
         return sources.check_files(list(self.hparams.files), f"{self.key}.files")
 
     def read(self, paths: Sequence[str], numbered: bool) -> tf.data.Dataset:

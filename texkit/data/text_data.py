@@ -108,8 +108,13 @@ class TextField(Field):
             raise HParamsError(
                 "pad_to_max_seq_length needs max_seq_length", f"{key}.pad_to_max_seq_length"
             )
-        if hparams.delimiter == "":
-            raise HParamsError("expected None or a non-empty string", f"{key}.delimiter")
+        if hparams.delimiter is not None and (
+            not isinstance(hparams.delimiter, str) or not hparams.delimiter
+        ):
+            raise HParamsError(
+                f"expected None or a non-empty string, got {hparams.delimiter!r}",
+                f"{key}.delimiter",
+            )
         if vocab is None:
             if not hparams.vocab_file:
                 raise HParamsError("a vocabulary file is required", f"{key}.vocab_file")
