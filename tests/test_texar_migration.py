@@ -1,13 +1,13 @@
 """Texar configs to texkit: the model sections of Texar's three example configs.
 
-The dicts below are what Texar's example config modules hold (``examples/seq2seq_attn/
-config_model.py``, ``examples/transformer/config_model.py`` with the value of its
-``default_transformer_poswise_net_hparams(512)`` call, ``examples/sentence_classifier/
-config_kim.py``), as Texar's scripts pass them to its modules. Each migrates with no edits,
+The configs are those of ``tests/test_texar_configs.py`` (the values of Texar's example config
+modules), read as ``texkit migrate`` reads them; here each module's part is translated alone,
+as Texar's scripts pass them to its modules. Each migrates with no edits,
 validates against texkit's class, builds and runs; the changes that alter meaning are reported.
 """
 
-import copy
+import pathlib
+import tempfile
 
 import numpy as np
 import pytest
@@ -24,75 +24,25 @@ from texkit.modules import (
     WordEmbedder,
 )
 from texkit.run.optimization import default_optimization_hparams
+from texkit.run.texar_configs import load_texar_config
 
-# examples/seq2seq_attn/config_model.py
-NUM_UNITS = 256
-SEQ2SEQ = {
-    "embedder": {"dim": NUM_UNITS},
-    "encoder": {"rnn_cell_fw": {"kwargs": {"num_units": NUM_UNITS}}},
-    "decoder": {
-        "rnn_cell": {"kwargs": {"num_units": NUM_UNITS}},
-        "attention": {"kwargs": {"num_units": NUM_UNITS}, "attention_layer_size": NUM_UNITS},
-    },
-    "opt": {"optimizer": {"type": "AdamOptimizer", "kwargs": {"learning_rate": 0.001}}},
-}
+from .test_texar_configs import KIM as KIM_SOURCE
+from .test_texar_configs import SEQ2SEQ_ATTN as SEQ2SEQ_ATTN_SOURCE
+from .test_texar_configs import TRANSFORMER as TRANSFORMER_SOURCE
 
-# examples/transformer/config_model.py
-HIDDEN = 512
-POSWISE = {  # texar.tf.modules.default_transformer_poswise_net_hparams(output_dim=512)
-    "layers": [
-        {"type": "Dense", "kwargs": {"name": "conv1", "units": HIDDEN * 4, "activation": "relu",
-                                     "use_bias": True}},
-        {"type": "Dropout", "kwargs": {"rate": 0.1}},
-        {"type": "Dense", "kwargs": {"name": "conv2", "units": HIDDEN, "use_bias": True}},
-    ],
-    "name": "ffn",
-}  # fmt: skip
-TRANSFORMER_ENCODER = {
-    "dim": HIDDEN,
-    "num_blocks": 6,
-    "multihead_attention": {"num_heads": 8, "output_dim": HIDDEN},
-    "initializer": {
-        "type": "variance_scaling_initializer",
-        "kwargs": {"scale": 1.0, "mode": "fan_avg", "distribution": "uniform"},
-    },
-    "poswise_feedforward": POSWISE,
-}
-TRANSFORMER = {
-    "emb": {
-        "name": "lookup_table",
-        "dim": HIDDEN,
-        "initializer": {
-            "type": "random_normal_initializer",
-            "kwargs": {"mean": 0.0, "stddev": HIDDEN**-0.5},
-        },
-    },
-    "encoder": TRANSFORMER_ENCODER,
-    "decoder": copy.deepcopy(TRANSFORMER_ENCODER),
-    "opt": {
-        "optimizer": {
-            "type": "AdamOptimizer",
-            "kwargs": {"beta1": 0.9, "beta2": 0.997, "epsilon": 1e-9},
-        }
-    },
-}
 
-# examples/sentence_classifier/config_kim.py
-KIM = {
-    "emb": {"dim": 300},
-    "clas": {
-        "num_conv_layers": 1,
-        "filters": 100,
-        "kernel_size": [3, 4, 5],
-        "conv_activation": "relu",
-        "pooling": "MaxPooling1D",
-        "num_dense_layers": 0,
-        "dropout_conv": [1],
-        "dropout_rate": 0.5,
-        "num_classes": 2,
-    },
-    "opt": {},
-}
+def variables_of(source):
+    """The variables of a Texar config file holding ``source``."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = pathlib.Path(folder) / "config_model.py"
+        path.write_text(source)
+        return load_texar_config(path)
+
+
+NUM_UNITS, HIDDEN = 256, 512
+SEQ2SEQ = variables_of(SEQ2SEQ_ATTN_SOURCE)
+TRANSFORMER = variables_of(TRANSFORMER_SOURCE)
+KIM = variables_of(KIM_SOURCE)
 
 
 def notes(changes):
