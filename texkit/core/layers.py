@@ -36,6 +36,27 @@ def _as_dict(hparams: Mapping | HParams) -> dict:
     return hparams.todict() if isinstance(hparams, HParams) else dict(hparams)
 
 
+def _type_kwargs(value: Any, path: str) -> dict:
+    """``value`` as a ``{"type", "kwargs"}`` dict, or an :class:`HParamsError` naming ``path``
+    (a value under a free-form default reaches here unchecked)."""
+    if not isinstance(value, Mapping):
+        raise HParamsError(
+            f"expected a name or {{type, kwargs}}, got {type(value).__name__} {value!r:.60}", path
+        )
+    spec = _as_dict(value)
+    unknown = sorted(set(spec) - {"type", "kwargs"}, key=str)
+    if unknown or "type" not in spec:
+        problem = f"unknown keys {unknown}" if unknown else "no 'type'"
+        raise HParamsError(f"expected {{type, kwargs}}: {problem}", path)
+    kwargs = spec.get("kwargs")
+    if kwargs is not None and not isinstance(kwargs, Mapping):
+        raise HParamsError(
+            f"expected a dict of keyword arguments, got {type(kwargs).__name__}",
+            f"{path}.kwargs" if path else "kwargs",
+        )
+    return spec
+
+
 def get_instance(
     hparams: Mapping | HParams, path: str = "", expected: type | None = None, **extra_kwargs: Any
 ) -> Any:
@@ -48,9 +69,7 @@ def get_instance(
             called.
         **extra_kwargs: arguments the caller adds (they win over ``kwargs``).
     """
-    spec = _as_dict(hparams)
-    if "type" not in spec:
-        raise HParamsError("expected a dict with 'type' and 'kwargs'", path)
+    spec = _type_kwargs(hparams, path)
     target = _resolve(spec["type"], f"{path}.type" if path else "type")
     if expected is not None and not (isinstance(target, type) and issubclass(target, expected)):
         raise HParamsError(
@@ -124,7 +143,7 @@ def get_activation(
         return None
     if isinstance(activation, str):
         return _activation_function(activation, path)
-    spec = _as_dict(activation)
+    spec = _type_kwargs(activation, path)
     function = _activation_function(spec["type"], f"{path}.type")
     kwargs = dict(spec.get("kwargs") or {})
     if not kwargs:

@@ -49,9 +49,9 @@ def check_positive_int(
         if optional and value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
-            expected = "a positive int" if value is None or value < 1 else f"at most {maximum}"
-            if isinstance(value, bool) or not isinstance(value, int):
-                expected = "a positive int"
+            expected = "a positive int"
+            if isinstance(value, int) and not isinstance(value, bool) and value > maximum:
+                expected = f"at most {maximum}"
             expected = f"None or {expected}" if optional else expected
             raise HParamsError(f"expected {expected}, got {value!r}", path)
 
