@@ -43,7 +43,8 @@ class CountingDecoder(DecoderBase):
     def _teacher_forcing(self, inputs, sequence_length, embedding, initial_state, memory,
                          memory_sequence_length, training):  # fmt: skip
         logits = tf.one_hot(tf.minimum(inputs + 1, VOCAB - 1), VOCAB)
-        return DecoderOutput(logits, tf.argmax(logits, -1, output_type=tf.int32)), (), None
+        ids = tf.argmax(logits, -1, output_type=tf.int32)
+        return DecoderOutput(logits, ids, tf.one_hot(ids, VOCAB)), (), None
 
     def _inference(self, embedding, start_tokens, end_token, context, context_sequence_length,
                    initial_state, memory, memory_sequence_length, max_length, training,
@@ -57,7 +58,7 @@ class CountingDecoder(DecoderBase):
         return Inference(step, {"zeros": tf.zeros_like(start)}, start)
 
     def _inference_outputs(self, result):
-        return DecoderOutput(result.logits, result.sample_id), ()
+        return DecoderOutput(result.logits, result.sample_id, result.soft_sample), ()
 
 
 def test_dispatch_runs_each_strategy_through_the_algorithms():
@@ -75,7 +76,10 @@ def test_dispatch_runs_each_strategy_through_the_algorithms():
     assert decoder.inference_calls == [(10, None), (5, None), (10, 3)]
     trained, _, _ = decoder(inputs=tf.constant([[1, 2]]))
     np.testing.assert_array_equal(trained.sample_id, [[2, 3]])
-    assert STRATEGIES == ("train_greedy", "infer_greedy", "infer_sample")
+    assert STRATEGIES == (
+        "train_greedy", "train_sample", "scheduled_sampling", "infer_greedy", "infer_sample",
+        "gumbel_softmax",
+    )  # fmt: skip
 
 
 def test_the_algorithms_run_under_xla_through_the_base():

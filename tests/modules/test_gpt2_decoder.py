@@ -63,8 +63,8 @@ def test_contract(tmp_path):
         },
         tmp_path,
         sequence_inputs={"inputs": 1},
-        output_time_axes=(DecoderOutput(1, 1), (), None),
-        float32_outputs=(DecoderOutput(True, False), (), False),
+        output_time_axes=(DecoderOutput(1, 1, 1), (), None),
+        float32_outputs=(DecoderOutput(True, False, True), (), False),
     )
 
 

@@ -75,6 +75,6 @@ def test_t5_contract(tied, tmp_path):
         # bfloat16 through two stacks whose attention scores are not scaled: logits of size
         # about 6 differ by up to 0.09 (0.4% of the elements beyond 0.05).
         bf16_tolerance=1e-1,
-        float32_outputs=(True, False),
+        float32_outputs=(True, False, True),  # logits, sample_id, soft_sample
     )  # fmt: skip
     assert outputs.logits.shape == (4, 5, 40)

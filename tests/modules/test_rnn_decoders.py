@@ -79,17 +79,24 @@ def numpy_attention_decoder(decoder, inputs, lengths, memory, memory_lengths):
 
 
 @pytest.mark.parametrize("output_attention", [True, False])
-@pytest.mark.parametrize("attention_layer_size", [4, None])
-def test_attention_decoder_matches_numpy(output_attention, attention_layer_size):
+@pytest.mark.parametrize(
+    "layer",
+    [
+        {"attention_layer_size": 4},
+        {"attention_layer_size": None},  # the default: a layer of the cell's size
+        {"attention_layer_size": None, "use_attention_layer": False},  # Texar's: the context
+    ],
+)
+def test_attention_decoder_matches_numpy(output_attention, layer):
     decoder = AttentionRNNDecoder(
         VOCAB,
-        hparams={
-            **SIMPLE,
-            **attention_hparams(
-                output_attention=output_attention, attention_layer_size=attention_layer_size
-            ),
-        },
+        hparams={**SIMPLE, **attention_hparams(output_attention=output_attention, **layer)},
     )
+    expected_size = {4: 4, None: UNITS}[layer["attention_layer_size"]]
+    if layer.get("use_attention_layer") is False:
+        assert decoder.attention_layer is None
+    else:
+        assert decoder.attention_layer.units == expected_size
     outputs, state, lengths = decoder(
         inputs=INPUTS,
         sequence_length=LENGTHS,
@@ -130,8 +137,8 @@ def test_basic_decoder_contract(tmp_path):
         {"inputs": INPUTS, "sequence_length": LENGTHS},
         tmp_path,
         sequence_inputs={"inputs": 1},
-        output_time_axes=(DecoderOutput(1, 1), [[None, None], [None, None]], None),
-        float32_outputs=(DecoderOutput(True, False), [[False, False], [False, False]], False),
+        output_time_axes=(DecoderOutput(1, 1, 1), [[None, None], [None, None]], None),
+        float32_outputs=(DecoderOutput(True, False, True), [[False, False], [False, False]], False),
     )
 
 
@@ -147,12 +154,12 @@ def test_attention_decoder_contract(tmp_path):
         tmp_path,
         sequence_inputs={"inputs": 1},
         output_time_axes=(
-            AttentionDecoderOutput(1, 1, 1),
+            AttentionDecoderOutput(1, 1, 1, 1),
             AttentionState([[None, None], [None, None]], None, None, ()),
             None,
         ),
         float32_outputs=(
-            AttentionDecoderOutput(True, False, True),
+            AttentionDecoderOutput(True, False, True, True),
             AttentionState([[False, False], [False, False]], False, True, ()),
             False,
         ),
@@ -340,6 +347,8 @@ def test_errors_name_the_problem():
         BasicRNNDecoder(VOCAB)(inputs=INPUTS, memory=MEMORY)
     with pytest.raises(Exception, match="attention.kwargs.unit"):
         AttentionRNNDecoder(VOCAB, hparams={"attention": {"kwargs": {"unit": 3}}})
+    with pytest.raises(Exception, match="attention.attention_layer_size.*use_attention_layer"):
+        AttentionRNNDecoder(VOCAB, hparams=attention_hparams(use_attention_layer=False))
 
 
 @pytest.mark.parametrize("cls", [BasicRNNDecoder, AttentionRNNDecoder])

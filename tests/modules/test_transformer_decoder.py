@@ -394,8 +394,8 @@ def test_decoder_contract(tmp_path):
         },  # fmt: skip
         tmp_path,
         sequence_inputs={"inputs": 1},
-        output_time_axes=(DecoderOutput(1, 1), (), None),
-        float32_outputs=(DecoderOutput(True, False), (), False),
+        output_time_axes=(DecoderOutput(1, 1, 1), (), None),
+        float32_outputs=(DecoderOutput(True, False, True), (), False),
     )
 
 

@@ -22,7 +22,7 @@ What sets T5 apart from the Transformer of :mod:`texkit.core.transformer`:
 :class:`T5Decoder`; the decoder is a :class:`~texkit.modules.decoders.DecoderBase`, so it
 decodes greedily, by sampling and by beam search like every texkit decoder.
 
-(About 580 lines: one model, whose attention, feed-forward, norm and blocks differ from
+(About 630 lines: one model, whose attention, feed-forward, norm and blocks differ from
 :mod:`texkit.core.transformer`'s in the ways listed above and are kept beside it.)
 """
 
@@ -44,7 +44,12 @@ from texkit.core.layers import get_activation
 from texkit.hparams import HParamsError, check_positive, check_positive_int, check_rate
 from texkit.modules.decoders.beam_decoding import gather_rows
 from texkit.modules.decoders.decoder_base import DecoderBase, Inference
-from texkit.modules.decoders.decoding import DecodeResult, DecoderOutput, batch_size_of
+from texkit.modules.decoders.decoding import (
+    DecodeResult,
+    DecoderOutput,
+    batch_size_of,
+    one_hot_samples,
+)
 from texkit.modules.embedders import WordEmbedder
 
 __all__ = ["T5Decoder", "T5Encoder", "T5EncoderDecoder", "relative_position_bucket"]
@@ -325,13 +330,17 @@ class T5Decoder(DecoderBase):
     """T5's decoder: the decoder stack, attending to the encoder's outputs, and the output layer.
 
     A :class:`~texkit.modules.decoders.DecoderBase` (built by :class:`T5EncoderDecoder`, which
-    passes its shared embeddings): ``train_greedy`` on ``inputs`` (ids starting with
-    ``decoder_start_token_id``), ``infer_greedy``/``infer_sample`` from ``start_tokens``, and
+    passes its shared embeddings): ``train_greedy``, ``train_sample`` and
+    ``scheduled_sampling`` on ``inputs`` (ids starting with ``decoder_start_token_id``),
+    ``infer_greedy``/``infer_sample``/``gumbel_softmax`` from ``start_tokens``, and
     :meth:`beam_search`, each with ``memory`` (the encoder's outputs) and
-    ``memory_sequence_length``. Steps reuse cached keys and values of the earlier steps.
+    ``memory_sequence_length``. Inference steps reuse cached keys and values of the earlier
+    steps; the strategies that feed back embeddings, which are trained through, rerun the stack
+    over every fed input instead (the cache's in-place writes have no gradient).
 
     Returns:
-        ``(DecoderOutput(logits, sample_id), (), lengths)``, as every texkit decoder.
+        ``(DecoderOutput(logits, sample_id, soft_sample), (), lengths)``, as every texkit
+        decoder.
     """
 
     REGISTERED = False  # built by T5EncoderDecoder, from its hparams
@@ -416,8 +425,11 @@ class T5Decoder(DecoderBase):
         logits = self._logits(x)
         if sequence_length is None:
             sequence_length = tf.fill([batch_size_of(inputs)], time)
+        sequence_length = tf.cast(sequence_length, tf.int32)
         ids = tf.cast(tf.argmax(logits, -1), tf.int32)
-        return DecoderOutput(logits, ids), (), tf.cast(sequence_length, tf.int32)
+        valid = tf.sequence_mask(sequence_length, time)
+        soft_sample = one_hot_samples(ids, tf.shape(logits)[-1], valid)
+        return DecoderOutput(logits, ids, soft_sample), (), sequence_length
 
     def _inference(self, embedding: Any, start_tokens: Any, end_token: Any, context: Any,
                    context_sequence_length: Any, initial_state: Any, memory: Any,
@@ -459,8 +471,37 @@ class T5Decoder(DecoderBase):
 
         return Inference(step, state, start_tokens, reorder_state=reorder, freeze_state=False)
 
+    def _feedback_inference(self, embedding: Any, start_tokens: Any, end_token: Any,
+                            context: Any, context_sequence_length: Any, initial_state: Any,
+                            memory: Any, memory_sequence_length: Any, max_length: int,
+                            training: Any) -> Inference:  # fmt: skip
+        """Differentiable steps (the cache's in-place writes have no gradient): the step inputs
+        are kept, ``[batch, max_length, d_model]``, and every step runs the stack over all of
+        them as teacher forcing does (causal), reading the logits at the current step."""
+        start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
+        batch = batch_size_of(memory)
+        memory_kv, memory_mask = self._memory(memory, memory_sequence_length)
+        positions = tf.range(max_length)
+        bias = self.stack.position_bias(positions, positions)
+        mask = attention_mask(max_length, max_length, None, causal=True)
+        inputs = tf.zeros([batch, max_length, self.t5.d_model], self.compute_dtype)
+
+        def embedded_step(words: Any, time: Any, state: dict) -> tuple[Any, dict]:
+            now = tf.equal(positions, time)[None, :, None]
+            fed = tf.where(now, tf.cast(words, inputs.dtype)[:, None, :], state["inputs"])
+            x = dropout(fed, self.rate, training, self.seed_generator)
+            for block, kv in zip(self.stack.blocks, memory_kv, strict=True):
+                x = block(x, None, bias, mask, kv, memory_mask, training=training)
+            return self._logits(tf.gather(x, time[None], axis=1))[:, 0], {"inputs": fed}
+
+        def step(token_ids: Any, time: Any, state: dict) -> tuple[Any, dict]:
+            return embedded_step(self.embedder(token_ids), time, state)
+
+        return Inference(step, {"inputs": inputs}, start_tokens, freeze_state=False,
+                         embed=self.embedder, embedded_step=embedded_step)  # fmt: skip
+
     def _inference_outputs(self, result: DecodeResult) -> tuple[Any, Any]:
-        return DecoderOutput(result.logits, result.sample_id), ()
+        return DecoderOutput(result.logits, result.sample_id, result.soft_sample), ()
 
 
 class T5EncoderDecoder(ModuleBase):
@@ -476,7 +517,8 @@ class T5EncoderDecoder(ModuleBase):
         training: Keras' training flag.
 
     Returns:
-        ``DecoderOutput(logits [batch, target_time, vocab_size] float32, sample_id)``.
+        ``DecoderOutput(logits [batch, target_time, vocab_size] float32, sample_id,
+        soft_sample)``.
 
     Generation: ``memory = t5.encode(ids, lengths)``, then ``t5.decoder(decoding_strategy=
     "infer_greedy", memory=memory, memory_sequence_length=lengths, start_tokens=...,

@@ -97,7 +97,6 @@ def checkpoint_step(path: str) -> int:
     return int(match.group(1))
 
 
-
 def check_writable_folder(path: str, key: str) -> None:
     """Raises :class:`HParamsError` naming ``key`` when ``path`` is not a folder texkit can
     write in: a file, a folder that cannot be created, or one without write permission
@@ -113,6 +112,7 @@ def check_writable_folder(path: str, key: str) -> None:
     except (tf.errors.OpError, OSError) as error:
         reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise HParamsError(f"cannot write in {path!r}: {reason}", key) from None
+
 
 class Trainer:
     """Builds a model and its optimizer under a distribution strategy and trains it with ``fit``.

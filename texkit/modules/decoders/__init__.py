@@ -22,6 +22,11 @@ from texkit.modules.decoders.decoding import (
     greedy_decode,
     sample_decode,
 )
+from texkit.modules.decoders.feedback_decoding import (
+    gumbel_softmax_decode,
+    gumbel_softmax_sample,
+    scheduled_sample_decode,
+)
 from texkit.modules.decoders.gpt2_decoder import GPT2Decoder
 from texkit.modules.decoders.rnn_decoders import BasicRNNDecoder
 from texkit.modules.decoders.transformer_decoder import TransformerDecoder
@@ -44,6 +49,9 @@ __all__ = [
     "gather_rows",
     "gnmt_length_penalty",
     "greedy_decode",
+    "gumbel_softmax_decode",
+    "gumbel_softmax_sample",
     "sample_decode",
+    "scheduled_sample_decode",
     "tile_batch",
 ]

@@ -39,10 +39,14 @@ __all__ = [
     "DecodeResult",
     "DecoderOutput",
     "batch_size_of",
+    "decode_loop",
     "filter_top_k",
     "filter_top_p",
     "forced_logits",
+    "greedy_choice",
     "greedy_decode",
+    "one_hot_samples",
+    "sample_choice",
     "sample_decode",
     "where_batch",
 ]
@@ -57,11 +61,24 @@ FORCED_OUT = -1e9
 
 
 class DecoderOutput(NamedTuple):
-    """What decoders return per step: ``logits [batch, time, vocab_size]`` (float32) and
-    ``sample_id [batch, time]`` (int32)."""
+    """What decoders return per step, under every decoding strategy.
+
+    Attributes:
+        logits: ``[batch, time, vocab_size]`` float32.
+        sample_id: ``[batch, time]`` int32, the token chosen at each step (the argmax in
+            ``train_greedy``; ``-1`` where ``scheduled_sampling`` fed the ground truth).
+        soft_sample: ``[batch, time, vocab_size]`` float32, the chosen token as a distribution
+            over the vocabulary: the Gumbel-softmax sample under ``gumbel_softmax`` (with
+            ``straight_through``, the one-hot of ``sample_id`` whose gradient is the soft
+            sample's), the one-hot of ``sample_id`` under every other strategy. Zeros where
+            ``sample_id`` is ``-1`` and past each sequence's end (its length).
+            Always present, so the output's structure never depends on the strategy; under
+            ``tf.function`` it costs nothing when unused (the one-hot is pruned).
+    """
 
     logits: Any
     sample_id: Any
+    soft_sample: Any
 
 
 class DecodeResult(NamedTuple):
@@ -73,12 +90,15 @@ class DecodeResult(NamedTuple):
             function gave them, before temperature and filtering); zeros after each end.
         lengths: ``[batch]`` int32 decoded lengths, the end token included.
         final_state: the state after each sequence's own last step.
+        soft_sample: ``[batch, max_decoding_length, vocab_size]`` float32: the one-hot of
+            ``sample_id``, or the soft samples of Gumbel-softmax decoding; zeros after each end.
     """
 
     sample_id: Any
     logits: Any
     lengths: Any
     final_state: Any
+    soft_sample: Any
 
 
 class BeamSearchOutput(NamedTuple):
@@ -112,7 +132,18 @@ def check_length(max_decoding_length: Any) -> int:
     return int(max_decoding_length)
 
 
-def _seed_tensor(seed: Any) -> Any:
+def check_temperature(softmax_temperature: Any) -> None:
+    """A temperature must be positive; a tensor is checked when its value is static."""
+    value = softmax_temperature
+    if isinstance(value, (tf.Tensor, tf.Variable)):
+        value = tf.get_static_value(value)
+        if value is None:
+            return
+    if not (isinstance(value, numbers.Real) or hasattr(value, "dtype")) or not value > 0:
+        raise ValueError(f"softmax_temperature must be positive, got {softmax_temperature!r}")
+
+
+def seed_tensor(seed: Any) -> Any:
     """A ``[2]`` int32 seed for the stateless samplers from an int, a pair, or ``None``."""
     if seed is None:
         return tf.random.uniform([2], maxval=tf.int32.max, dtype=tf.int32)
@@ -214,7 +245,14 @@ def with_forced_steps(values: Any, forced: Any, start_time: Any, fill: Callable)
     return tf.concat([tf.where(before, fill(forced), head), values[:, width:]], axis=1)
 
 
-def _decode(
+def one_hot_samples(sample_id: Any, vocab_size: Any, valid: Any) -> Any:
+    """``soft_sample`` for hard choices: the float32 one-hot of ``sample_id [batch, time]``
+    where ``valid`` (``[batch, time]`` bool), zeros elsewhere (and where an id is ``-1``)."""
+    one_hot = tf.one_hot(sample_id, vocab_size, dtype=tf.float32)
+    return tf.where(valid[:, :, None], one_hot, 0.0)
+
+
+def decode_loop(
     step: Step,
     choose: Callable[[Any, Any], Any],
     start_tokens: Any,
@@ -225,54 +263,74 @@ def _decode(
     freeze_state: bool,
     start_time: Any,
     forced_ids: Any,
+    feed: Callable[[Any, Any], Any] | None = None,
+    start_inputs: Any = None,
 ) -> DecodeResult:
-    """The loop shared by greedy decoding and sampling: ``choose(logits, time) -> ids``."""
+    """The loop shared by greedy decoding, sampling and Gumbel-softmax decoding.
+
+    ``choose(logits, time) -> ids``; or, with ``feed``, ``choose(logits, time) -> (ids, soft)``
+    where ``soft [batch, vocab]`` is recorded as the step's ``soft_sample``, and the step is fed
+    vectors instead of ids: ``start_inputs`` (the embedded ``start_tokens``) first, then
+    ``feed(ids, soft)``.
+    """
     max_length = check_length(max_decoding_length)
     start_time, forced_ids = check_start(start_time, forced_ids, max_length)
     start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
     end_token = tf.cast(end_token, tf.int32)
     batch = batch_size_of(start_tokens)
+    rows = start_tokens.shape[0]
 
-    def body(time, tokens, finished, lengths, ids, logits_buffer, state):
-        logits, new_state = step(tokens, time, state)
+    def body(time, fed, finished, lengths, buffers, state):
+        logits, new_state = step(fed, time, state)
         logits = tf.cast(logits, tf.float32)
-        chosen = tf.cast(choose(logits, time), tf.int32)
-        chosen = tf.where(finished, end_token, chosen)
-        ids = ids.write(time, chosen)
-        logits_buffer = logits_buffer.write(
-            time, where_batch(finished, tf.zeros_like(logits), logits)
-        )
+        if feed is None:
+            chosen, soft = choose(logits, time), None
+        else:
+            chosen, soft = choose(logits, time)
+        chosen = tf.where(finished, end_token, tf.cast(chosen, tf.int32))
+        written = {
+            "ids": buffers["ids"].write(time, chosen),
+            "logits": buffers["logits"].write(
+                time, where_batch(finished, tf.zeros_like(logits), logits)
+            ),
+        }
+        if soft is not None:
+            soft = tf.cast(soft, tf.float32)
+            written["soft"] = buffers["soft"].write(
+                time, where_batch(finished, tf.zeros_like(soft), soft)
+            )
         if freeze_state:
             new_state = tf.nest.map_structure(
                 lambda new, old: where_batch(finished, old, new), new_state, state
             )
-        state = new_state
         lengths = tf.where(finished, lengths, time + 1)
         finished = tf.logical_or(finished, tf.equal(chosen, end_token))
-        return time + 1, chosen, finished, lengths, ids, logits_buffer, state
+        fed = chosen if feed is None else tf.cast(feed(chosen, soft), fed.dtype)
+        return time + 1, fed, finished, lengths, written, new_state
 
     # TensorArrays of max_length steps: written in place, both by TensorFlow's kernels and by XLA
     # (a tensor updated with a scatter would be copied whole at every step without XLA). Steps
     # never written (after every sequence has ended) stack as zeros.
-    ids = tf.TensorArray(
-        tf.int32, size=max_length, element_shape=tf.TensorShape([start_tokens.shape[0]])
-    )
-    logits_buffer = tf.TensorArray(
-        tf.float32,
-        size=max_length,
-        element_shape=tf.TensorShape([start_tokens.shape[0], vocab_size]),
-    )
+    buffers = {
+        "ids": tf.TensorArray(tf.int32, size=max_length, element_shape=tf.TensorShape([rows])),
+        "logits": tf.TensorArray(
+            tf.float32, size=max_length, element_shape=tf.TensorShape([rows, vocab_size])
+        ),
+    }
+    if feed is not None:
+        buffers["soft"] = tf.TensorArray(
+            tf.float32, size=max_length, element_shape=tf.TensorShape([rows, vocab_size])
+        )
     loop_vars = (
         start_time,
-        start_tokens,
+        start_tokens if feed is None else start_inputs,
         tf.zeros([batch], tf.bool),
         tf.fill([batch], start_time),
-        ids,
-        logits_buffer,
+        buffers,
         initial_state,
     )
-    steps, _, _, lengths, ids, logits_buffer, state = tf.while_loop(
-        lambda time, _tokens, finished, *_: tf.logical_and(
+    steps, _, _, lengths, buffers, state = tf.while_loop(
+        lambda time, _fed, finished, *_: tf.logical_and(
             time < max_length, tf.logical_not(tf.reduce_all(finished))
         ),
         body,
@@ -280,15 +338,49 @@ def _decode(
         maximum_iterations=max_length,
     )
     written = tf.range(max_length)[None, :] < steps
-    sample_id = tf.where(written, tf.transpose(ids.stack()), end_token)
-    logits = tf.transpose(logits_buffer.stack(), (1, 0, 2))
+    sample_id = tf.where(written, tf.transpose(buffers["ids"].stack()), end_token)
+    logits = tf.transpose(buffers["logits"].stack(), (1, 0, 2))
+    depth = tf.shape(logits)[-1] if vocab_size is None else vocab_size
+    if feed is not None:
+        soft = tf.transpose(buffers["soft"].stack(), (1, 0, 2))
     if forced_ids is not None:
         sample_id = with_forced_steps(sample_id, forced_ids, start_time, lambda ids: ids)
-        depth = tf.shape(logits)[-1]
         logits = with_forced_steps(
             logits, forced_ids, start_time, lambda ids: forced_logits(ids, depth)
         )
-    return DecodeResult(sample_id=sample_id, logits=logits, lengths=lengths, final_state=state)
+        if feed is not None:
+            soft = with_forced_steps(
+                soft, forced_ids, start_time, lambda ids: tf.one_hot(ids, depth)
+            )
+    if feed is None:
+        soft = one_hot_samples(sample_id, depth, tf.range(max_length)[None, :] < lengths[:, None])
+    return DecodeResult(
+        sample_id=sample_id, logits=logits, lengths=lengths, final_state=state, soft_sample=soft
+    )
+
+
+def greedy_choice(logits: Any, time: Any = None) -> Any:
+    """The most likely token of each row of ``logits``."""
+    return tf.argmax(logits, axis=-1, output_type=tf.int32)
+
+
+def sample_choice(
+    softmax_temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: Any = None
+) -> Callable[[Any, Any], Any]:
+    """``choose(logits, time) -> ids``: a token drawn from ``softmax(logits /
+    softmax_temperature)`` restricted to the ``top_k`` and the top-``top_p`` tokens, with a seed
+    folded with ``time`` (see :func:`sample_decode`). Checks the arguments at once."""
+    check_temperature(softmax_temperature)
+    _check_top_k(top_k)  # before tracing the loop
+    _check_top_p(top_p)
+    seed = seed_tensor(seed)
+
+    def choose(logits: Any, time: Any) -> Any:
+        logits = filter_top_p(filter_top_k(logits / softmax_temperature, top_k), top_p)
+        step_seed = tf.random.experimental.stateless_fold_in(seed, time)
+        return tf.random.stateless_categorical(logits, 1, step_seed, dtype=tf.int32)[:, 0]
+
+    return choose
 
 
 def greedy_decode(
@@ -321,9 +413,9 @@ def greedy_decode(
             ``forced_ids``, ``[batch, >= start_time]`` int, the tokens of the steps before it (see
             the module docstring); ``start_tokens`` are then fed at ``start_time``.
     """
-    return _decode(
+    return decode_loop(
         step,
-        lambda logits, _time: tf.argmax(logits, axis=-1, output_type=tf.int32),
+        greedy_choice,
         start_tokens,
         end_token,
         max_decoding_length,
@@ -364,18 +456,8 @@ def sample_decode(
             same seed gives the same tokens on the same device and compiler; XLA draws other
             numbers than the TensorFlow kernels); ``None`` draws a new seed.
     """
-    if not softmax_temperature > 0:
-        raise ValueError(f"softmax_temperature must be positive, got {softmax_temperature!r}")
-    _check_top_k(top_k)  # before tracing the loop
-    _check_top_p(top_p)
-    seed = _seed_tensor(seed)
-
-    def choose(logits: Any, time: Any) -> Any:
-        logits = filter_top_p(filter_top_k(logits / softmax_temperature, top_k), top_p)
-        step_seed = tf.random.experimental.stateless_fold_in(seed, time)
-        return tf.random.stateless_categorical(logits, 1, step_seed, dtype=tf.int32)[:, 0]
-
-    return _decode(
+    choose = sample_choice(softmax_temperature, top_k, top_p, seed)
+    return decode_loop(
         step,
         choose,
         start_tokens,

@@ -33,11 +33,12 @@ class GPT2Decoder(DecoderBase):
             step, ``logits[:, t]`` predicting ``inputs[:, t + 1]``).
         sequence_length: ``[batch]`` valid lengths.
         decoding_strategy, start_tokens, end_token, context, context_sequence_length,
-        max_decoding_length, softmax_temperature, top_k, top_p, seed, training: as in
+        max_decoding_length, softmax_temperature, top_k, top_p, seed, sampling_probability,
+        straight_through, training: as in
             :class:`~texkit.modules.TransformerDecoder` (``context`` holds prompts).
 
     Returns:
-        ``(DecoderOutput(logits, sample_id), (), lengths)``, as the decoder.
+        ``(DecoderOutput(logits, sample_id, soft_sample), (), lengths)``, as the decoder.
 
     Example::
 
@@ -170,6 +171,9 @@ class GPT2Decoder(DecoderBase):
 
     def _inference(self, embedding: Any, *args: Any) -> Inference:
         return self.decoder._inference(self._embedding(embedding), *args)
+
+    def _feedback_inference(self, embedding: Any, *args: Any) -> Inference:
+        return self.decoder._feedback_inference(self._embedding(embedding), *args)
 
     def _inference_outputs(self, result: DecodeResult) -> tuple[Any, Any]:
         return self.decoder._inference_outputs(result)

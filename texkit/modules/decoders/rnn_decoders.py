@@ -6,27 +6,32 @@ Both are called as::
         inputs=..., sequence_length=...,                  # train_greedy (teacher forcing)
         memory=..., memory_sequence_length=...,           # AttentionRNNDecoder only
         initial_state=...,                                # the cell's state; zeros if None
-        decoding_strategy="train_greedy" | "infer_greedy" | "infer_sample",
+        decoding_strategy="train_greedy",                 # or any of DecoderBase's strategies
         embedding=..., start_tokens=..., end_token=...,   # inference
         max_decoding_length=..., softmax_temperature=..., top_k=..., top_p=..., seed=...,
+        sampling_probability=..., straight_through=...,   # scheduled_sampling, gumbel_softmax
     )
 
-and always return ``(outputs, final_state, lengths)``:
+(the strategies: :mod:`texkit.modules.decoders.decoder_base`) and always return ``(outputs,
+final_state, lengths)``:
 
-* ``outputs``: :class:`DecoderOutput` (``logits [batch, time, vocab]`` float32 and ``sample_id
-  [batch, time]`` int32); the attention decoder's :class:`AttentionDecoderOutput` adds
-  ``attention_scores [batch, time, memory_time]``. In training ``time`` is the inputs' length,
-  ``sample_id`` the argmax of the logits, and steps at or past ``sequence_length`` hold zeros; in
-  inference ``time`` is ``max_decoding_length`` and steps after a sequence's end hold
-  ``end_token`` (and zero logits and scores).
+* ``outputs``: :class:`DecoderOutput` (``logits [batch, time, vocab]`` float32, ``sample_id
+  [batch, time]`` int32 and ``soft_sample [batch, time, vocab]`` float32); the attention
+  decoder's :class:`AttentionDecoderOutput` adds ``attention_scores [batch, time,
+  memory_time]``. In training (``train_*``, ``scheduled_sampling``) ``time`` is the inputs'
+  length and steps at or past ``sequence_length`` hold zeros; in inference ``time`` is
+  ``max_decoding_length`` and steps after a sequence's end hold ``end_token`` (and zero logits,
+  soft samples and scores).
 * ``final_state``: the cell state at each sequence's own last step (the attention decoder's
   :class:`AttentionState`).
 * ``lengths``: ``[batch]`` int32, ``sequence_length`` in training, the decoded lengths (end token
   included) in inference.
 
 ``decoder.beam_search(...)`` returns :class:`~texkit.modules.decoders.BeamSearchOutput`. The
-search algorithms are those of :mod:`texkit.modules.decoders.decoding`; a decoder supplies only
-its step function and initial state, so everything here compiles with ``jit_compile=True``.
+search algorithms are those of :mod:`texkit.modules.decoders.decoding` and
+:mod:`~texkit.modules.decoders.feedback_decoding`; a decoder supplies only its step function
+(on ids and on embeddings) and initial state, so everything here compiles with
+``jit_compile=True``.
 """
 
 from __future__ import annotations
@@ -46,7 +51,13 @@ from texkit.core.layers import (
 from texkit.core.rnn_cells import prepare_dropout_masks, reset_dropout_masks
 from texkit.hparams import check_positive_int
 from texkit.modules.decoders.decoder_base import DecoderBase, Inference
-from texkit.modules.decoders.decoding import DecodeResult, DecoderOutput, batch_size_of, where_batch
+from texkit.modules.decoders.decoding import (
+    DecodeResult,
+    DecoderOutput,
+    batch_size_of,
+    one_hot_samples,
+    where_batch,
+)
 
 __all__ = ["BasicRNNDecoder", "DecoderOutput", "RNNDecoderBase"]
 
@@ -187,8 +198,8 @@ class RNNDecoderBase(DecoderBase):
         """The ``final_state`` users get; ``history`` holds each record over time."""
         return state
 
-    def _outputs(self, logits: Any, sample_id: Any, history: dict) -> Any:
-        return DecoderOutput(logits, sample_id)
+    def _outputs(self, logits: Any, sample_id: Any, soft_sample: Any, history: dict) -> Any:
+        return DecoderOutput(logits, sample_id, soft_sample)
 
     # --- running --------------------------------------------------------------------------------
 
@@ -253,16 +264,19 @@ class RNNDecoderBase(DecoderBase):
         if memory is None:
             del state["memory"]
 
-        def step(token_ids: Any, time: Any, loop_state: dict) -> tuple[Any, dict]:
+        def embed(ids: Any) -> Any:
+            return self._embed(embedding, ids)
+
+        def embedded_step(inputs: Any, time: Any, loop_state: dict) -> tuple[Any, dict]:
             output, records, new_state = self._cell_step(
-                self._embed(embedding, token_ids),
+                inputs,
                 loop_state["decoder"],
                 loop_state.get("memory"),
                 training,
             )
             new_loop_state = {**loop_state, "decoder": new_state}
             if loop_state["records"]:
-                rows = tf.range(tf.shape(token_ids)[0])
+                rows = tf.range(tf.shape(inputs)[0])
                 where = tf.stack([rows, tf.fill(tf.shape(rows), time)], axis=1)
                 new_loop_state["records"] = {
                     name: tf.tensor_scatter_nd_update(buffer, where, records[name])
@@ -270,7 +284,10 @@ class RNNDecoderBase(DecoderBase):
                 }
             return self.output_layer(output), new_loop_state
 
-        return Inference(step, state, start_tokens)
+        def step(token_ids: Any, time: Any, loop_state: dict) -> tuple[Any, dict]:
+            return embedded_step(embed(token_ids), time, loop_state)
+
+        return Inference(step, state, start_tokens, embed=embed, embedded_step=embedded_step)
 
     @contextlib.contextmanager
     def _decoding(self, run: Inference, embedding: Any, training: Any) -> Iterator[None]:
@@ -283,7 +300,7 @@ class RNNDecoderBase(DecoderBase):
 
     def _inference_outputs(self, result: DecodeResult) -> tuple[Any, Any]:
         history = result.final_state["records"]
-        outputs = self._outputs(result.logits, result.sample_id, history)
+        outputs = self._outputs(result.logits, result.sample_id, result.soft_sample, history)
         return outputs, self._public_state(result.final_state["decoder"], history)
 
     def _teacher_forcing(
@@ -356,7 +373,8 @@ class RNNDecoderBase(DecoderBase):
         valid = tf.sequence_mask(sequence_length, max_time)
         logits = tf.where(valid[:, :, None], logits, 0.0)  # as in inference: zeros past the end
         sample_id = tf.where(valid, tf.argmax(logits, axis=-1, output_type=tf.int32), 0)
-        outputs = self._outputs(logits, sample_id, history)
+        soft_sample = one_hot_samples(sample_id, tf.shape(logits)[-1], valid)
+        outputs = self._outputs(logits, sample_id, soft_sample, history)
         return outputs, self._public_state(state, history), sequence_length
 
 

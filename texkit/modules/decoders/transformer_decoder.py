@@ -5,13 +5,15 @@ Called like the RNN decoders::
     outputs, final_state, lengths = decoder(
         inputs=..., sequence_length=...,                  # train_greedy (teacher forcing)
         memory=..., memory_sequence_length=...,           # with cross_attention (translation)
-        decoding_strategy="train_greedy" | "infer_greedy" | "infer_sample",
+        decoding_strategy="train_greedy",                 # or any of DecoderBase's strategies
         embedding=..., start_tokens=..., end_token=...,   # inference
         context=..., context_sequence_length=...,         # prompts, instead of start_tokens
         max_decoding_length=..., softmax_temperature=..., top_k=..., top_p=..., seed=...,
+        sampling_probability=..., straight_through=...,   # scheduled_sampling, gumbel_softmax
     )
 
-and always returns ``(DecoderOutput(logits, sample_id), (), lengths)``: a Transformer has no
+and always returns ``(DecoderOutput(logits, sample_id, soft_sample), (), lengths)``: a
+Transformer has no
 recurrent state to hand back, so ``final_state`` is always the empty structure ``()`` (not
 ``None``, which a Keras functional model cannot return). ``decoder.beam_search(...)``
 returns :class:`~texkit.modules.decoders.BeamSearchOutput`.
@@ -37,8 +39,14 @@ tells which slot holds each earlier step of its history
 of that table instead of one of every cache, and the memory is not tiled: every hypothesis of an
 example attends to the example's one projected memory.
 
-(One file of about 540 lines: the cached inference and the teacher-forced pass share the
-embedding, block and output code the decoder is made of.)
+The strategies that feed back the decoder's own choices (``train_sample``,
+``scheduled_sampling``, ``gumbel_softmax``; see :mod:`texkit.modules.decoders.decoder_base`) are
+trained through, and the cache's in-place writes have no gradient in TensorFlow: their steps keep
+the fed inputs instead and run the blocks over all of them (causal), so a step costs a
+teacher-forced pass over ``max_decoding_length`` (or the inputs') positions.
+
+(One file of about 600 lines: the cached inference, the feedback steps and the teacher-forced
+pass share the embedding, block and output code the decoder is made of.)
 """
 
 from __future__ import annotations
@@ -68,6 +76,7 @@ from texkit.modules.decoders.decoding import (
     DecoderOutput,
     batch_size_of,
     forced_logits,
+    one_hot_samples,
     where_batch,
 )
 from texkit.modules.embedders import PositionEmbedder, SinusoidsPositionEmbedder, WordEmbedder
@@ -99,7 +108,9 @@ class TransformerDecoder(DecoderBase):
         sequence_length: ``[batch]`` valid lengths; logits and ``sample_id`` are zero past them.
         memory, memory_sequence_length: ``[batch, memory_time, memory_dim]`` and its lengths,
             attended to by every block when ``cross_attention`` is true (required then).
-        decoding_strategy: ``train_greedy``, ``infer_greedy`` or ``infer_sample``.
+        decoding_strategy: one of :data:`~texkit.modules.decoders.decoder_base.STRATEGIES`
+            (``train_greedy``, ``train_sample``, ``scheduled_sampling``, ``infer_greedy``,
+            ``infer_sample``, ``gumbel_softmax``).
         embedding: ids -> vectors: a ``WordEmbedder`` (or a layer or callable), or a ``[vocab,
             dim]`` matrix. Needed for ids and for inference.
         start_tokens: ``[batch]`` first tokens for inference.
@@ -114,12 +125,15 @@ class TransformerDecoder(DecoderBase):
         max_decoding_length: a Python int, the steps decoded (``None``:
             ``max_decoding_length_infer``); the cache is preallocated to it.
         softmax_temperature, top_k, top_p, seed: sampling, as in
-            :func:`~texkit.modules.decoders.sample_decode`.
+            :func:`~texkit.modules.decoders.sample_decode` (``softmax_temperature`` is also
+            Gumbel-softmax's temperature).
+        sampling_probability: ``scheduled_sampling``'s probability of feeding a sample.
+        straight_through: ``gumbel_softmax`` feeds the one-hot argmax (soft gradient).
         training: Keras' training flag (dropout).
 
     Returns:
-        ``(DecoderOutput(logits [batch, time, vocab] float32, sample_id [batch, time] int32),
-        (), lengths [batch] int32)``.
+        ``(DecoderOutput(logits [batch, time, vocab] float32, sample_id [batch, time] int32,
+        soft_sample [batch, time, vocab] float32), (), lengths [batch] int32)``.
 
     Example::
 
@@ -412,12 +426,14 @@ class TransformerDecoder(DecoderBase):
                 memory_sequence_length = tf.fill([batch_size_of(memory)], tf.shape(memory)[1])
             memory_mask = attention_mask(1, tf.shape(memory)[1], memory_sequence_length)
 
-        def run_blocks(token_ids: Any, time: Any, caches: list, beams: Any = None) -> tuple:
-            """Tokens ``[rows, steps]`` at steps ``time ..`` through the blocks and the cache."""
-            words = self._word_embeddings(embedding, token_ids)
-            positions = time + tf.broadcast_to(
-                tf.range(tf.shape(token_ids)[1]), tf.shape(token_ids)
-            )
+        def embed(ids: Any) -> Any:
+            return self._word_embeddings(embedding, ids)
+
+        def run_blocks(words: Any, time: Any, caches: list, beams: Any = None) -> tuple:
+            """Word embeddings ``[rows, steps, dim]`` at steps ``time ..`` through the blocks and
+            the cache."""
+            shape = tf.shape(words)[:2]
+            positions = time + tf.broadcast_to(tf.range(shape[1]), shape)
             x = self._embed(words, positions, training)
             written = []
             for index, block in enumerate(self.blocks):
@@ -437,33 +453,30 @@ class TransformerDecoder(DecoderBase):
             # are padded. The loop starts at the last step every row's prompt still forces, so
             # it rewrites whatever a padded row's pass left past its own prompt before reading
             # it.
-            width = tf.shape(context)[1]
-            steps = tf.range(width)[None, :]
-            prompt_end = tf.where((steps > 0) & tf.equal(context, end_token), steps, width)
-            forced_until = tf.minimum(tf.reduce_min(prompt_end, axis=1), context_length)
-            start_time = tf.maximum(tf.reduce_min(forced_until) - 1, 0)
+            start_time, forced_ids, start_tokens = _prompt_start(context, context_length, end_token)
             if context.shape[1] is None or context.shape[1] > 1:
-                _, state["cache"] = run_blocks(context[:, :-1], 0, state["cache"])
-            forced_ids = context[:, 1:]
-            start_tokens = tf.gather(context, start_time, axis=1)
+                _, state["cache"] = run_blocks(embed(context[:, :-1]), 0, state["cache"])
 
         def make_step(beam_width: int | None = None) -> Any:
-            def step(token_ids: Any, time: Any, loop_state: dict) -> tuple[Any, dict]:
+            def embedded_step(words: Any, time: Any, loop_state: dict) -> tuple[Any, dict]:
                 beams = None
                 if beam_width is not None:
                     # This step writes each hypothesis' own slot.
-                    slot = tf.range(tf.shape(token_ids)[0]) % beam_width
+                    slot = tf.range(tf.shape(words)[0]) % beam_width
                     now = tf.equal(tf.range(max_length), time)[None, :]
                     ancestry = tf.where(now, slot[:, None], loop_state["ancestry"])
                     loop_state = {**loop_state, "ancestry": ancestry}
                     beams = (beam_width, ancestry)
-                x, caches = run_blocks(token_ids[:, None], time, loop_state["cache"], beams)
+                x, caches = run_blocks(words[:, None], time, loop_state["cache"], beams)
                 logits = self._logits(x)[:, 0]
                 if "context" in loop_state:
                     logits = _force_context(
                         logits, time, loop_state["context"], loop_state["context_length"]
                     )
                 return logits, {**loop_state, "cache": caches}
+
+            def step(token_ids: Any, time: Any, loop_state: dict) -> tuple[Any, dict]:
+                return embedded_step(embed(token_ids), time, loop_state)
 
             return step
 
@@ -483,9 +496,71 @@ class TransformerDecoder(DecoderBase):
             make_step(beam_width), state, start_tokens, start_time, forced_ids, reorder
         )
 
+    def _feedback_inference(
+        self,
+        embedding: Any,
+        start_tokens: Any,
+        end_token: Any,
+        context: Any,
+        context_sequence_length: Any,
+        initial_state: Any,
+        memory: Any,
+        memory_sequence_length: Any,
+        max_length: int,
+        training: Any,
+    ) -> Inference:
+        """The differentiable steps of the strategies that feed back vectors.
+
+        The key/value cache is written in place (``dynamic_update_slice``, which has no gradient
+        in TensorFlow), so these steps keep the step inputs instead, ``[batch, max_length, dim]``
+        (written with a differentiable select), and run the blocks over all of them, as teacher
+        forcing does, reading the logits at the current step (later positions are masked). A
+        step costs a teacher-forced pass over ``max_length`` positions.
+        """
+        self._check_positions(max_length)
+        start_time, forced_ids, context_length = 0, None, None
+        if context is not None:
+            context, context_length = self._check_context(
+                context, context_sequence_length, max_length
+            )
+            start_time, forced_ids, start_tokens = _prompt_start(context, context_length, end_token)
+        start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
+        batch = batch_size_of(start_tokens)
+
+        def embed(ids: Any) -> Any:
+            return self._word_embeddings(embedding, ids)
+
+        dtype = embed(start_tokens[:1]).dtype
+        inputs = tf.zeros([batch, max_length, self.hparams.dim], dtype)
+        if context is not None:  # the prompts' steps before start_time are never computed
+            prompts = tf.cast(embed(context), dtype)
+            padding = max_length - tf.shape(prompts)[1]
+            inputs = tf.ensure_shape(tf.pad(prompts, [[0, 0], [0, padding], [0, 0]]), inputs.shape)
+        positions = tf.broadcast_to(tf.range(max_length)[None, :], [batch, max_length])
+
+        def embedded_step(words: Any, time: Any, state: dict) -> tuple[Any, dict]:
+            now = tf.equal(tf.range(max_length), time)[None, :, None]
+            inputs = tf.where(now, tf.cast(words, dtype)[:, None, :], state["inputs"])
+            x = self._embed(inputs, positions, training)
+            for block in self.blocks:
+                x = block(x, memory=memory, memory_sequence_length=memory_sequence_length,
+                          training=training)  # fmt: skip
+            logits = self._logits(tf.gather(x, time[None], axis=1))[:, 0]
+            if context is not None:
+                logits = _force_context(logits, time, context, context_length)
+            return logits, {"inputs": inputs}
+
+        def step(token_ids: Any, time: Any, state: dict) -> tuple[Any, dict]:
+            return embedded_step(embed(token_ids), time, state)
+
+        return Inference(
+            step, {"inputs": inputs}, start_tokens, start_time, forced_ids, freeze_state=False,
+            embed=embed, embedded_step=embedded_step,
+        )  # fmt: skip
+
     def _inference_outputs(self, result: DecodeResult) -> tuple[DecoderOutput, tuple]:
         # The final state (the caches) is not returned: a Transformer has no recurrent state.
-        return DecoderOutput(result.logits, result.sample_id), ()
+        return DecoderOutput(result.logits, result.sample_id, result.soft_sample), ()
 
     def _teacher_forcing(
         self,
@@ -526,7 +601,20 @@ class TransformerDecoder(DecoderBase):
         valid = tf.sequence_mask(sequence_length, max_time)
         logits = tf.where(valid[:, :, None], logits, 0.0)
         sample_id = tf.where(valid, tf.argmax(logits, axis=-1, output_type=tf.int32), 0)
-        return DecoderOutput(logits, sample_id), (), sequence_length
+        soft_sample = one_hot_samples(sample_id, tf.shape(logits)[-1], valid)
+        return DecoderOutput(logits, sample_id, soft_sample), (), sequence_length
+
+
+def _prompt_start(context: Any, context_length: Any, end_token: Any) -> tuple[Any, Any, Any]:
+    """``(start_time, forced_ids, start_tokens)`` of decoding after prompts: the loop starts at
+    the last step every row's prompt still forces (a prompt ends at its length or at its first
+    end token after the first position)."""
+    width = tf.shape(context)[1]
+    steps = tf.range(width)[None, :]
+    prompt_end = tf.where((steps > 0) & tf.equal(context, end_token), steps, width)
+    forced_until = tf.minimum(tf.reduce_min(prompt_end, axis=1), context_length)
+    start_time = tf.maximum(tf.reduce_min(forced_until) - 1, 0)
+    return start_time, context[:, 1:], tf.gather(context, start_time, axis=1)
 
 
 def _force_context(logits: Any, time: Any, context: Any, context_length: Any) -> Any:
