@@ -384,10 +384,11 @@ def _texkit_documented_beam_search(
     log_probs, start_tokens, end_token: int, max_length: int, beam_width: int, alpha: float
 ):
     """texkit's beam search as its docstring describes it, in plain Python, one example at a time:
-    keep the ``beam_width`` best extensions; those that end (end token or ``max_length``) move to
-    the finished set (the ``beam_width`` best by ``log P / gnmt(length)``); stop when nothing is
-    live, or when the set is full and the best live hypothesis, even at the largest penalty,
-    cannot beat the set's worst. ``log_probs(time, previous token) -> [vocab]``."""
+    of the ``2 * beam_width`` best extensions, those among the first ``beam_width`` that end (end
+    token or ``max_length``) move to the finished set (the ``beam_width`` best by
+    ``log P / gnmt(length)``), and the first ``beam_width`` that do not end stay live; stop when
+    nothing is live, or when the set is full and the best live hypothesis, even at the largest
+    penalty, cannot beat the set's worst. ``log_probs(time, previous token) -> [vocab]``."""
     results = []
     for start in start_tokens:
         alive = [(0.0, [int(start)])]
@@ -400,10 +401,11 @@ def _texkit_documented_beam_search(
             ]
             candidates.sort(key=lambda item: -item[0])
             alive = []
-            for score, tokens in candidates[:beam_width]:
+            for rank, (score, tokens) in enumerate(candidates[: 2 * beam_width]):
                 if tokens[-1] == end_token or time + 1 >= max_length:
-                    finished.append((score / _gnmt(time + 1, alpha), tokens[1:]))
-                else:
+                    if rank < beam_width:
+                        finished.append((score / _gnmt(time + 1, alpha), tokens[1:]))
+                elif len(alive) < beam_width:
                     alive.append((score, tokens))
             finished = sorted(finished, key=lambda item: -item[0])[:beam_width]
             if not alive:

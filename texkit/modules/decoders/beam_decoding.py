@@ -57,16 +57,20 @@ def beam_search(
 ) -> BeamSearchOutput:
     """Beam search with a finished-hypothesis set, the GNMT length penalty and early stopping.
 
-    At every step each of the ``beam_width`` live hypotheses is extended by every token and the
-    ``beam_width`` most likely extensions are kept. Those that end (with ``end_token``, or by
-    reaching ``max_decoding_length``) move to the finished set, scored
+    At every step each of the ``beam_width`` live hypotheses is extended by every token, and the
+    ``2 * beam_width`` most likely extensions are considered, so that ``beam_width`` of them go on
+    even when others end (Hugging Face's rule, as in ``generate``). Those among the
+    ``beam_width`` most likely that end (with ``end_token``, or by reaching
+    ``max_decoding_length``) enter the finished set, scored
     ``log P(y) / ((5 + |y|) / 6) ** length_penalty`` (Wu et al., 2016), which keeps the
-    ``beam_width`` best finished hypotheses; the others stay live (a finished hypothesis takes its
-    slot, so with ``beam_width=1`` this is greedy decoding, up to float rounding between
-    near-tied tokens, which beam search ranks by summed log-probabilities). The search stops when
-    no live hypothesis is left, or when the set is full and no live hypothesis can still beat its
-    worst member (live log-probabilities only fall, and with ``length_penalty >= 0`` the penalty
-    is at most that of ``max_decoding_length``).
+    ``beam_width`` best finished hypotheses; the ``beam_width`` most likely candidates that do
+    not end stay live. (tensor2tensor and Texar let any of the ``2 * beam_width`` end.) With
+    ``beam_width=1`` and ``length_penalty=0`` this is greedy decoding (up to float
+    rounding between near-tied tokens, which beam search ranks by summed log-probabilities). The
+    search stops when no live hypothesis is left, or when the set is full and no live hypothesis
+    can still beat its worst member (live log-probabilities only fall, and with
+    ``length_penalty >= 0`` the penalty is at most that of ``max_decoding_length``). The
+    vocabulary must have at least 2 tokens.
 
     Args:
         step, start_tokens, end_token, max_decoding_length: as in :func:`greedy_decode`.
@@ -102,6 +106,8 @@ def beam_search(
     max_penalty = gnmt_length_penalty(max_length, length_penalty)
     positions = tf.range(max_length)[None, None, :]
 
+    candidates = 2 * beams
+
     def body(time, alive, finished):
         alive_ids, alive_tokens, alive_log_probs, state = alive
         finished_ids, finished_scores, finished_lengths = finished
@@ -109,27 +115,31 @@ def beam_search(
         log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
         vocab_size = tf.shape(log_probs)[-1]
         log_probs = alive_log_probs[:, :, None] + tf.reshape(log_probs, [batch, beams, -1])
-        top_log_probs, flat_index = tf.math.top_k(tf.reshape(log_probs, [batch, -1]), k=beams)
+        top_log_probs, flat_index = tf.math.top_k(tf.reshape(log_probs, [batch, -1]), k=candidates)
         origin = flat_index // vocab_size
         tokens = flat_index % vocab_size
-        ids = tf.gather(alive_ids, origin, batch_dims=1)  # [batch, beams, max_length]
+        ids = tf.gather(alive_ids, origin, batch_dims=1)  # [batch, candidates, max_length]
         ids = tf.where(tf.equal(positions, time), tokens[:, :, None], ids)
         ends = tf.logical_or(tf.equal(tokens, end_token), time + 1 >= max_length)
         exists = top_log_probs > NEG_INF
+        ranked = tf.range(candidates)[None, :] < beams  # may finish: the `beams` most likely
 
-        # Finished: the old set and the hypotheses that end now, the best `beams` of them.
+        # Finished: the old set and the candidates that end now, the best `beams` of them.
         scores = top_log_probs / gnmt_length_penalty(time + 1, length_penalty)
-        scores = tf.where(tf.logical_and(ends, exists), scores, NEG_INF)
+        scores = tf.where(tf.logical_and(ends, tf.logical_and(exists, ranked)), scores, NEG_INF)
         merged_scores = tf.concat([finished_scores, scores], axis=1)
         finished_scores, keep = tf.math.top_k(merged_scores, k=beams)
         finished_ids = tf.gather(tf.concat([finished_ids, ids], axis=1), keep, batch_dims=1)
-        new_lengths = tf.fill([batch, beams], time + 1)
+        new_lengths = tf.fill([batch, candidates], time + 1)
         finished_lengths = tf.gather(
             tf.concat([finished_lengths, new_lengths], axis=1), keep, batch_dims=1
         )
 
-        # Alive: the others; a slot whose hypothesis ended stays empty (-inf).
-        alive_log_probs = tf.where(ends, NEG_INF, top_log_probs)
+        # Alive: the `beams` most likely candidates that go on (-inf: an empty slot).
+        alive_log_probs, pick = tf.math.top_k(tf.where(ends, NEG_INF, top_log_probs), k=beams)
+        origin = tf.gather(origin, pick, batch_dims=1)
+        tokens = tf.gather(tokens, pick, batch_dims=1)
+        ids = tf.gather(ids, pick, batch_dims=1)
         rows = tf.reshape(origin + row_offsets, [-1])
         state = reorder_state(new_state, rows)
         alive = (ids, tokens, alive_log_probs, state)
