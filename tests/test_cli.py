@@ -277,3 +277,29 @@ def test_a_model_dir_texkit_cannot_write_in_is_one_line_before_training(tmp_path
         assert expected in error and "'run.model_dir'" in error, error
         assert "Traceback" not in error and error.count("\n") == 1, error
     assert afile.read_text() == "a user's file"
+
+
+def test_a_checkpoint_that_cannot_be_written_is_one_line_and_nothing_of_the_users_is_removed(
+    tmp_path, capsys
+):
+    config = _write_experiment(tmp_path)
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    # A file where TensorFlow writes its temporary folder for ckpt-20: the save fails for real.
+    (model_dir / "ckpt-20_temp").write_text("in the way")
+    mine = model_dir / "ckpt-7_temp_notes"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("a user's file")
+    assert main(["train", config, "run.train_steps=20", "--include", TOY]) == 1
+    error = capsys.readouterr().err
+    assert "cannot write checkpoint 20" in error and "Traceback" not in error, error
+    assert error.count("\n") == 1, error
+    assert (mine / "notes.txt").read_text() == "a user's file"
+    # TensorFlow's leftovers of a run killed while saving are removed when the next run starts.
+    (model_dir / "ckpt-20_temp").unlink()
+    stale = model_dir / "ckpt-10_temp"
+    stale.mkdir()
+    (stale / "part-00000-of-00001.index").write_bytes(b"")
+    assert main(["train", config, "run.train_steps=20", "--include", TOY]) == 0
+    assert not stale.exists() and (mine / "notes.txt").exists()
+    assert (model_dir / "ckpt-20.index").exists()

@@ -322,6 +322,13 @@ def main(argv: list[str] | None = None) -> int:
     except TrainingDiverged as error:  # the run failed, not its command line: exit 1
         print(f"texkit {args.command}: {error}", file=sys.stderr)
         return 1
+    except OSError as error:
+        if isinstance(error, (FileNotFoundError, FileExistsError)):
+            print(f"texkit {args.command}: {error}", file=sys.stderr)
+            return 2
+        # A disk that fails or fills while the run writes: the run failed, exit 1.
+        print(f"texkit {args.command}: {error}", file=sys.stderr)
+        return 1
     except (ValueError, FileNotFoundError, FileExistsError, KeyError) as error:
         # ValueError covers HParamsError and unreadable checkpoints: each names what to fix.
         message = error.args[0] if isinstance(error, KeyError) and error.args else error

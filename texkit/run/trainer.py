@@ -97,6 +97,16 @@ def checkpoint_step(path: str) -> int:
     return int(match.group(1))
 
 
+def _remove_temporaries(folder: str, pattern: str) -> None:
+    """Removes the folders matching ``pattern`` in ``folder`` that TensorFlow's checkpoint
+    writer left (named ``<prefix>_temp...``, holding only its ``part-*`` shards)."""
+    for path in tf.io.gfile.glob(os.path.join(folder, pattern)):
+        if tf.io.gfile.isdir(path) and all(
+            name.startswith("part-") for name in tf.io.gfile.listdir(path)
+        ):
+            tf.io.gfile.rmtree(path)
+
+
 def check_writable_folder(path: str, key: str) -> None:
     """Raises :class:`HParamsError` naming ``key`` when ``path`` is not a folder texkit can
     write in: a file, a folder that cannot be created, or one without write permission
@@ -246,7 +256,16 @@ class Trainer:
         """Writes ``model_dir/ckpt-<step>`` (every worker must call it); returns its path."""
         if self._manager is None:
             return None
-        path = self._manager.save(checkpoint_number=step)
+        try:
+            path = self._manager.save(checkpoint_number=step)
+        except (tf.errors.OpError, OSError) as error:
+            # A full or failing disk: TensorFlow leaves the half-written ckpt-<step>_temp folder.
+            _remove_temporaries(self._write_dir(), f"ckpt-{step}_temp*")
+            reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            raise OSError(
+                f"cannot write checkpoint {step} in {self._write_dir()!r}: {reason} (the last "
+                "complete checkpoint is kept; resume from it once there is room)"
+            ) from error
         if not self.is_chief:
             tf.io.gfile.rmtree(self._write_dir())
         return path
@@ -331,6 +350,8 @@ class Trainer:
         run = self.hparams.run
         if run.model_dir and self.is_chief:
             check_writable_folder(run.model_dir, "run.model_dir")
+            # A run killed while saving leaves ckpt-<step>_temp folders: TensorFlow's, not data.
+            _remove_temporaries(run.model_dir, "ckpt-*_temp*")
         start = self.restore() if self.latest_checkpoint else 0
         if start and run.verbose:
             print(f"texkit: resuming from {self.latest_checkpoint} (step {start})")
