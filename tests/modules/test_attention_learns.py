@@ -19,10 +19,12 @@ import tensorflow as tf
 
 import texkit as tx
 
-PAD, BOS, EOS = 0, 1, 2
+from . import test_seq2seq_learning as seq2seq_learning
+
+BOS, EOS = 1, 2  # PAD is 0
 SYMBOLS = 8  # ids 3 .. 10
 VOCAB = 3 + SYMBOLS
-MIN_LENGTH, MAX_LENGTH = 3, 8
+MAX_LENGTH = 8  # sequences of 3..8 tokens
 UNITS = 32  # per encoder direction; the decoder's cell has 2 * UNITS, the memory's size
 BATCH = 64
 # Scaled dot scores are divided by sqrt(64): the attention starts flatter and sharpens later
@@ -53,49 +55,13 @@ MECHANISMS = {
 
 def reversal_batch(rng, batch):
     """Random symbol sequences of 3..8 tokens and their reversals (BOS ... EOS), PAD-padded."""
-    lengths = rng.integers(MIN_LENGTH, MAX_LENGTH + 1, size=batch)
-    source = np.full((batch, MAX_LENGTH), PAD, np.int32)
-    target = np.full((batch, MAX_LENGTH + 2), PAD, np.int32)
-    for row, length in enumerate(lengths):
-        tokens = rng.integers(3, VOCAB, size=length)
-        source[row, :length] = tokens
-        target[row, : length + 2] = [BOS, *tokens[::-1], EOS]
-    return source, lengths.astype(np.int32), target, (lengths + 1).astype(np.int32)
+    return seq2seq_learning.reversal_batch(rng, batch, VOCAB, MAX_LENGTH)
 
 
-class Reverser(keras.Model):
-    def __init__(self, attention):
-        super().__init__()
-        self.embedder = tx.modules.WordEmbedder(vocab_size=VOCAB, hparams={"dim": 16})
-        cell = {"type": "LSTMCell", "kwargs": {"units": UNITS}}
-        self.encoder = tx.modules.BidirectionalRNNEncoder({"rnn_cell_fw": cell})
-        # The decoder's defaults but the sizes and the mechanism.
-        self.decoder = tx.modules.AttentionRNNDecoder(
-            VOCAB,
-            hparams={
-                "rnn_cell": {"type": "LSTMCell", "kwargs": {"units": 2 * UNITS}},
-                "attention": attention,
-            },
-        )
-        self.connector = tx.modules.MLPTransformConnector(self.decoder.cell.state_size)
-
-    def encode(self, source, source_length, training=None):
-        (forward, backward), (state_fw, state_bw) = self.encoder(
-            self.embedder(source), sequence_length=source_length, training=training
-        )
-        return tf.concat([forward, backward], -1), self.connector((state_fw, state_bw))
-
-    def call(self, source, source_length, decoder_inputs, target_length, training=None):
-        memory, state = self.encode(source, source_length, training)
-        outputs, _, _ = self.decoder(
-            inputs=self.embedder(decoder_inputs),
-            sequence_length=target_length,
-            memory=memory,
-            memory_sequence_length=source_length,
-            initial_state=state,
-            training=training,
-        )
-        return outputs.logits
+def Reverser(attention):  # noqa: N802 - the model class, at this test's sizes
+    """The RNN reverser of ``test_seq2seq_learning`` with the decoder's defaults but the sizes
+    and the mechanism."""
+    return seq2seq_learning.Reverser(attention, units=UNITS, dim=16, vocab=VOCAB)
 
 
 def greedy_exact_match(model, rows=500):

@@ -14,35 +14,41 @@ VOCAB = 3 + SYMBOLS
 MAX_LENGTH = 7
 
 
-def reversal_batch(rng, batch):
-    """Random symbol sequences of 3..7 tokens and their reversals (+EOS), padded with PAD."""
-    lengths = rng.integers(3, MAX_LENGTH + 1, size=batch)
-    source = np.full((batch, MAX_LENGTH), PAD, np.int32)
-    target = np.full((batch, MAX_LENGTH + 2), PAD, np.int32)  # BOS ... EOS
+def reversal_batch(rng, batch, vocab=VOCAB, max_length=MAX_LENGTH):
+    """Random symbol sequences of 3..max_length tokens (ids 3..vocab - 1) and their reversals
+    (BOS ... EOS), padded with PAD."""
+    lengths = rng.integers(3, max_length + 1, size=batch)
+    source = np.full((batch, max_length), PAD, np.int32)
+    target = np.full((batch, max_length + 2), PAD, np.int32)  # BOS ... EOS
     for row, length in enumerate(lengths):
-        tokens = rng.integers(3, VOCAB, size=length)
+        tokens = rng.integers(3, vocab, size=length)
         source[row, :length] = tokens
         target[row, : length + 2] = [BOS, *tokens[::-1], EOS]
     return source, lengths.astype(np.int32), target, (lengths + 1).astype(np.int32)
 
 
 class Reverser(keras.Model):
-    def __init__(self):
+    """Embedder, bidirectional LSTM encoder (``units`` per direction), connector and attention
+    LSTM decoder (``2 * units``); ``attention``: the decoder's attention hparams (default: Luong
+    with a tanh attention layer)."""
+
+    def __init__(self, attention=None, units=48, dim=24, vocab=VOCAB):
         super().__init__()
-        units = 48
-        self.embedder = tx.modules.WordEmbedder(vocab_size=VOCAB, hparams={"dim": 24})
+        if attention is None:
+            attention = {
+                "type": "LuongAttention",
+                "kwargs": {"units": 2 * units},
+                "attention_layer_size": 2 * units,
+                "attention_layer_activation": "tanh",
+            }
+        self.embedder = tx.modules.WordEmbedder(vocab_size=vocab, hparams={"dim": dim})
         cell = {"type": "LSTMCell", "kwargs": {"units": units}}
         self.encoder = tx.modules.BidirectionalRNNEncoder({"rnn_cell_fw": cell})
         self.decoder = tx.modules.AttentionRNNDecoder(
-            VOCAB,
+            vocab,
             hparams={
                 "rnn_cell": {"type": "LSTMCell", "kwargs": {"units": 2 * units}},
-                "attention": {
-                    "type": "LuongAttention",
-                    "kwargs": {"units": 2 * units},
-                    "attention_layer_size": 2 * units,
-                    "attention_layer_activation": "tanh",
-                },
+                "attention": attention,
             },
         )
         self.connector = tx.modules.MLPTransformConnector(self.decoder.cell.state_size)
