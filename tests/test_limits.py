@@ -118,3 +118,9 @@ def test_tables_larger_than_one_allocation_are_refused_before_building():
         tx.modules.WordEmbedder(vocab_size=MAX_SIZE, hparams={"dim": 2})
     embedder = tx.modules.WordEmbedder(vocab_size=250_000, hparams={"dim": 1024})
     assert embedder.vocab_size == 250_000  # a real multilingual vocabulary is fine (not built)
+
+
+def test_rnn_units_beyond_any_allocation_are_refused_naming_the_key():
+    with pytest.raises(HParamsError) as caught:
+        tx.modules.UnidirectionalRNNEncoder({"rnn_cell": {"kwargs": {"units": 10**12}}})
+    assert caught.value.path == "rnn_cell.kwargs.units"

@@ -15,7 +15,7 @@ from texkit import registry
 from texkit.core import rnn_cells
 from texkit.core.rnn_cells import default_rnn_cell_hparams, rnn_cell_hparams_doc
 from texkit.hparams import HParams, HParamsError
-from texkit.hparams.core import MAX_LAYERS
+from texkit.hparams.core import MAX_LAYERS, MAX_SIZE
 
 __all__ = [
     "BoundActivation",
@@ -228,6 +228,14 @@ def get_rnn_cell(
     """
     spec = _as_dict(hparams)
     num_layers, dropout, residual, highway = _rnn_cell_options(spec, path)
+    units = (
+        (spec.get("kwargs") or {}).get("units") if isinstance(spec.get("kwargs"), Mapping) else None
+    )
+    if isinstance(units, int) and not isinstance(units, bool) and not 1 <= units <= MAX_SIZE:
+        # Keras accepts any positive int here and fails only when allocating.
+        raise HParamsError(
+            f"expected a positive int, at most {MAX_SIZE}, got {units}", f"{path}.kwargs.units"
+        )
     keep_probs = {key: dropout[key] for key in _KEEP_PROBS}
     cells = []
     for layer_index in range(num_layers):
