@@ -24,7 +24,8 @@ Measured on 2 CPU cores with ``examples/transformer/config.yaml`` (2 + 2 blocks 
 6,478,848 parameters, 2,800 steps of 64 pairs in bfloat16, about 6 passes over the 30,047 training
 verses): **test BLEU 25.35** on the 699 verses of the 7 unseen books (1-4 gram precisions
 57.7/31.8/19.0/11.9), dev loss 66.5 per verse, about 18.5 minutes from start to end alone (28 on
-shared cores). The RNN example (``examples/seq2seq_attn``) reaches 21.87 on the same books. An example: *y habitaron allí unos diez años* -> "and they dwelt there ten years ."
+shared cores). The RNN example (``examples/seq2seq_attn``) reaches 21.87 on the same books.
+An example: *y habitaron allí unos diez años* -> "and they dwelt there ten years ."
 
 From the repository root:
 
