@@ -43,6 +43,7 @@ import tensorflow as tf
 
 from texkit import _compat, registry
 from texkit.hparams import HParams, HParamsError
+from texkit.run import readiness
 from texkit.run.callbacks import Checkpointer, DivergenceGuard, EarlyStopping
 from texkit.run.distribution import strategy_from_hparams
 from texkit.run.experiment import default_experiment_hparams, resolve_builder, validate_experiment
@@ -163,6 +164,7 @@ class Trainer:
             strategy = _strategy(self.hparams)
             _seed(self.hparams)
         self.strategy = strategy
+        _check_jit_compile(run, strategy)
         self.is_chief, self._task_id = _task(self.strategy)
         with _dtype_policy(run.precision), self.strategy.scope():
             model = model_fn()
@@ -431,31 +433,28 @@ class Trainer:
         return TrainingDiverged(message, step, kept)
 
     def check_static_shapes(self, split: str = "train") -> str:
-        """Compiles a train step with XLA on ``split``'s batch shapes, as a TPU would; returns HLO.
+        """Compiles the step each replica runs with XLA on ``split``'s batches, as a TPU would;
+        returns its HLO. Works under every strategy (see :mod:`texkit.run.readiness`).
 
-        TPUs need every shape known when the step compiles: batches of a fixed size
-        (``drop_remainder``), sequences padded to a fixed length, and int32 (not int64) ids.
+        TPUs need every shape known when the step compiles: global batches of a fixed size
+        (``drop_remainder``) that the replicas share evenly, sequences padded to a fixed length,
+        int32 (not int64) ids, no strings, only ops with an XLA kernel and no shape that depends
+        on the data.
 
         Raises:
-            ValueError: naming the feature whose shape is not fully known or whose dtype is int64,
-                or when the compiled step still has a dynamic dimension.
+            ValueError: naming the feature or the op that breaks one of these.
         """
-        dataset = _plain_dataset(self.data[split], split)
-        for path, spec in _flatten_with_paths(dataset.element_spec, "batch"):
-            if not spec.shape.is_fully_defined():
-                raise ValueError(
-                    f"data split {split!r}: {path} has shape {spec.shape}, not fully known; batch "
-                    "with drop_remainder=True and pad sequences to a fixed length"
-                )
-            if spec.dtype == tf.int64:
-                raise ValueError(f"data split {split!r}: {path} is int64; TPUs want int32")
-        batch = _zeros_like_spec(dataset.element_spec)
-        with self.strategy.scope():
-            step = tf.function(self.model.train_step, jit_compile=True)
-            hlo = step.experimental_get_compiler_ir(batch)(stage="hlo")
-        if "<=" in hlo:
-            raise ValueError("the compiled train step has a dynamic (bounded) dimension")
-        return hlo
+        source = _source(self.data[split], split) if split in self.data else None
+        if source is None:
+            raise KeyError(f"the data has no {split!r} split; it has {sorted(self.data)}")
+        spec = readiness.replica_batch_spec(source, split, self.strategy)
+        readiness.check_batch_spec(spec, split)
+        return readiness.check_replica_step(
+            self.model,
+            self.strategy,
+            spec,
+            lambda: optimizer_from_hparams(self.hparams.optimization),
+        )
 
     def evaluate(self, split: str = "eval", steps: int | None = None) -> dict[str, float]:
         """The model's loss and metrics on a split, as a dict."""
@@ -526,6 +525,28 @@ def _zeros_like_spec(spec: Any) -> Any:
     )
 
 
+def _check_jit_compile(run: HParams, strategy: tf.distribute.Strategy) -> None:
+    """Refuses ``run.jit_compile: true`` where Keras' XLA step cannot run: it compiles the whole
+    distributed step, and XLA compiles for one device with no cross-worker collectives."""
+    if run.jit_compile is not True:
+        return
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        where = "under 'multi_worker' (its collectives have no XLA kernel)"
+    elif isinstance(strategy, tf.distribute.MirroredStrategy) and strategy.num_replicas_in_sync > 1:
+        where = (
+            f"under 'mirrored' on {strategy.num_replicas_in_sync} devices (XLA compiles a "
+            "function for one device)"
+        )
+    else:
+        return
+    raise HParamsError(
+        f"Keras cannot compile its distributed train step with XLA {where}: leave it None "
+        "(Keras then runs the step without XLA) or false; Trainer.check_static_shapes() still "
+        "compiles each replica's step with XLA, and type 'tpu' compiles the step itself",
+        "run.jit_compile",
+    )
+
+
 def _seed(hp: HParams) -> None:
     if hp.run.seed is not None:
         keras.utils.set_random_seed(hp.run.seed)
@@ -551,16 +572,6 @@ def _random_states(model: keras.Model) -> list[Any]:
 def _defines_no_loss(model: keras.Model) -> bool:
     compute_loss = getattr(type(model).compute_loss, "__func__", type(model).compute_loss)
     return compute_loss is keras.Model.compute_loss and not model.losses
-
-
-def _flatten_with_paths(structure: Any, prefix: str) -> list[tuple[str, Any]]:
-    if isinstance(structure, Mapping):
-        items = [(f"{prefix}[{key!r}]", value) for key, value in structure.items()]
-    elif isinstance(structure, (tuple, list)):
-        items = [(f"{prefix}[{i}]", value) for i, value in enumerate(structure)]
-    else:
-        return [(prefix, structure)]
-    return [leaf for path, value in items for leaf in _flatten_with_paths(value, path)]
 
 
 def _source(source: Any, split: str) -> Any:
