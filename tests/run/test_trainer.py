@@ -37,8 +37,14 @@ def _max_diff(a, b):
     return max(float(np.abs(x - y).max()) for x, y in zip(a, b, strict=True))
 
 
-def _run_job(hparams, weights_out, env=None, kill_at_step=None, wait=True):
-    config = {"hparams": hparams, "weights_out": str(weights_out), "kill_at_step": kill_at_step}
+def _run_job(hparams, weights_out, env=None, kill_at_step=None, wait=True, **options):
+    """Runs tests/run/train_job.py; ``options`` are its other settings (``sigterm_at_step``...)."""
+    config = {
+        "hparams": hparams,
+        "weights_out": str(weights_out),
+        "kill_at_step": kill_at_step,
+        **options,
+    }
     process = subprocess.Popen(
         [sys.executable, JOB, json.dumps(config)],
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})},
@@ -93,14 +99,17 @@ def test_checkpoints_every_n_steps_keep_the_last_k_and_hparams_yaml(tmp_path):
 def test_a_resume_that_fails_leaves_the_runs_record_as_it_was(tmp_path):
     tx.run.Trainer.from_hparams(experiment(str(tmp_path), train_steps=20)).train()
     record = (tmp_path / "hparams.yaml").read_bytes()
-    # Another embedding size cannot restore the checkpoints; another interval cannot resume.
+    # Another embedding size cannot restore the checkpoints; executions of 8 steps cannot
+    # resume at step 20.
     wider = experiment(str(tmp_path), train_steps=40)
     wider["model"]["hparams"] = {"embedder": {"dim": 24}}
     with pytest.raises((AssertionError, ValueError)):
         tx.run.Trainer.from_hparams(wider).train()
-    with pytest.raises(tx.HParamsError, match="run.checkpoint_every_steps"):
+    with pytest.raises(tx.HParamsError, match="run.steps_per_execution"):
         tx.run.Trainer.from_hparams(
-            experiment(str(tmp_path), train_steps=40, checkpoint_every_steps=15)
+            experiment(
+                str(tmp_path), train_steps=48, checkpoint_every_steps=24, steps_per_execution=8
+            )
         ).train()
     assert (tmp_path / "hparams.yaml").read_bytes() == record
     assert not [name for name in os.listdir(tmp_path) if ".tmp-" in name]
@@ -109,6 +118,18 @@ def test_a_resume_that_fails_leaves_the_runs_record_as_it_was(tmp_path):
         tx.HParams.from_yaml(tmp_path / "hparams.yaml", tx.run.default_experiment_hparams())
     )
     assert again.restore() == 20
+
+
+def test_a_resume_with_another_interval_goes_on_to_its_multiples(tmp_path):
+    tx.run.Trainer.from_hparams(experiment(str(tmp_path), train_steps=20)).train()
+    trainer = tx.run.Trainer.from_hparams(
+        experiment(str(tmp_path), train_steps=50, checkpoint_every_steps=15, keep_checkpoints=9)
+    )
+    history = trainer.train()
+    assert trainer.step == 50 and int(trainer.model.optimizer.iterations.numpy()) == 50
+    names = sorted(int(p[5:-6]) for p in os.listdir(tmp_path) if p.endswith(".index"))
+    assert names == [20, 30, 45, 50]  # to the next multiple of 15, whole intervals, the rest
+    assert len(history["loss"]) == 3
 
 
 def test_train_steps_not_a_multiple_of_the_interval_end_with_a_checkpoint(tmp_path):

@@ -12,11 +12,12 @@ from texkit.run.experiment import (
 from texkit.run.optimization import default_optimization_hparams, optimizer_from_hparams
 from texkit.run.run_config import default_run_hparams
 from texkit.run.schedules import InverseSquareRootDecay, WarmupPolynomialDecay
-from texkit.run.trainer import Trainer, TrainingDiverged
+from texkit.run.trainer import Preempted, Trainer, TrainingDiverged
 
 __all__ = [
     "Data",
     "InverseSquareRootDecay",
+    "Preempted",
     "Trainer",
     "TrainingDiverged",
     "WarmupPolynomialDecay",

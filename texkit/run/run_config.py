@@ -67,6 +67,11 @@ RUN_HPARAMS_DOC = {
         "train_steps must be multiples of it."
     ),
     "tensorboard": "Write TensorBoard logs to model_dir/logs.",
+    "preemption": (
+        "Catch SIGTERM while training (cloud VMs send it before preemption): every worker stops "
+        "after the same step, ckpt-<step> is saved there, and the run ends with "
+        "texkit.run.Preempted (texkit train exits 75); started again, it resumes at that step."
+    ),
     "seed": "Seed of Python, NumPy, TensorFlow and Keras, set before the data and model are built.",
     "deterministic": "Turn on TensorFlow's deterministic ops (slower; for exact reproduction).",
     "verbose": "0: silent, 1: a progress bar per checkpoint interval, 2: one line per interval.",
@@ -90,6 +95,7 @@ def default_run_hparams() -> dict:
         "jit_compile": None,
         "steps_per_execution": 1,
         "tensorboard": True,
+        "preemption": False,
         "seed": None,
         "deterministic": False,
         "verbose": 1,
@@ -129,6 +135,8 @@ def check_run_hparams(hp: HParams) -> None:
         raise HParamsError(
             f"expected true, false or None, got {hp.jit_compile!r}", "run.jit_compile"
         )
+    if not isinstance(hp.preemption, bool):
+        raise HParamsError(f"expected true or false, got {hp.preemption!r}", "run.preemption")
     if hp.verbose not in (0, 1, 2):
         raise HParamsError(f"expected 0, 1 or 2, got {hp.verbose!r}", "run.verbose")
     stopping = hp.early_stopping

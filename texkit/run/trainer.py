@@ -20,6 +20,16 @@ data an uninterrupted run would have seen (give the shuffle a seed). Keras'
 ``BackupAndRestore`` callback is not used for this: it resumes at an epoch's start but restarts
 the data from its beginning, and keeps one backup instead of the last K checkpoints.
 
+A run resumed at a step that is not a multiple of ``checkpoint_every_steps`` (after a
+preemption, ``run.preemption``, or with another interval) trains to the next multiple in one
+``fit`` and goes on in whole intervals in another; a ``train_steps`` that is not a multiple ends
+with a shorter ``fit``. Each ``fit`` reads the split from ``start_step`` again. A split given
+as a function of the input context, or as texkit data (whose ``dataset`` builds the pipeline on
+each call), starts its shuffles afresh each time, so the resumed run sees exactly the batches of
+an uninterrupted one. A ``tf.data.Dataset`` object given as it is keeps one shuffle state for
+all its iterations: after the first ``fit`` of a process, a shuffle that reshuffles each
+iteration deals another order (the same examples, every step counted).
+
 The whole resolved experiment is written to ``model_dir/hparams.yaml`` when training starts,
 after the latest checkpoint (if any) was restored: a resume that fails leaves the record as it was;
 ``texkit evaluate|predict|export`` read it back.
@@ -43,7 +53,7 @@ import tensorflow as tf
 
 from texkit import _compat, registry
 from texkit.hparams import HParams, HParamsError
-from texkit.run import readiness
+from texkit.run import preemption, readiness
 from texkit.run.callbacks import Checkpointer, DivergenceGuard, EarlyStopping
 from texkit.run.distribution import strategy_from_hparams
 from texkit.run.experiment import default_experiment_hparams, resolve_builder, validate_experiment
@@ -51,7 +61,9 @@ from texkit.run.export import check_export_path, export_saved_model
 from texkit.run.optimization import optimizer_from_hparams
 from texkit.run.run_config import build_metric, check_run_hparams
 
-__all__ = ["Trainer", "TrainingDiverged", "checkpoint_step"]
+__all__ = ["Preempted", "Trainer", "TrainingDiverged", "checkpoint_step"]
+
+Preempted = preemption.Preempted
 
 
 class TrainingDiverged(FloatingPointError):
@@ -358,11 +370,12 @@ class Trainer:
         if start and run.verbose:
             print(f"texkit: resuming from {self.latest_checkpoint} (step {start})")
         interval, total = run.checkpoint_every_steps, run.train_steps
-        if start % interval and start < total // interval * interval:
+        if start % run.steps_per_execution and start < total:
             raise HParamsError(
                 f"the checkpoint to resume from is at step {start}, which is not a multiple of "
-                f"{interval}: resume with the checkpoint_every_steps of the run that wrote it",
-                "run.checkpoint_every_steps",
+                f"{run.steps_per_execution}: resume with the steps_per_execution of the run that "
+                "wrote it",
+                "run.steps_per_execution",
             )
         if run.model_dir and self.is_chief:
             # Only once the run can go on: a resume that fails leaves the record of the run
@@ -372,24 +385,52 @@ class Trainer:
         evaluate = bool(eval_every) and "eval" in self.data
         guard = DivergenceGuard(run.steps_per_execution)
         own: list[keras.callbacks.Callback] = [guard, Checkpointer(self, guard)]
-        if run.early_stopping.patience:
-            own.append(
-                EarlyStopping(
-                    monitor=run.early_stopping.monitor,
-                    patience=run.early_stopping.patience,
-                    mode=run.early_stopping.mode,
-                    min_delta=run.early_stopping.min_delta,
+        with preemption.catch_sigterm() if run.preemption else contextlib.nullcontext() as flag:
+            if flag is not None:
+                own.append(preemption.PreemptionCheckpointer(self, flag, guard))
+            counted = list(own)  # the callbacks that count steps
+            if run.early_stopping.patience:
+                own.append(
+                    EarlyStopping(
+                        monitor=run.early_stopping.monitor,
+                        patience=run.early_stopping.patience,
+                        mode=run.early_stopping.mode,
+                        min_delta=run.early_stopping.min_delta,
+                    )
                 )
-            )
-        if run.tensorboard and run.model_dir and self.is_chief:
-            own.append(keras.callbacks.TensorBoard(os.path.join(run.model_dir, "logs")))
-        all_callbacks = own + list(callbacks or [])
-        history: dict[str, list[float]] = {}
+            if run.tensorboard and run.model_dir and self.is_chief:
+                own.append(keras.callbacks.TensorBoard(os.path.join(run.model_dir, "logs")))
+            history = self._fit(start, counted, own + list(callbacks or []), guard, evaluate)
+        if guard.diverged_at is not None:
+            raise self._diverged(guard)
+        return history
+
+    def _fit(
+        self,
+        start: int,
+        counted: list[Any],
+        callbacks: list[Any],
+        guard: DivergenceGuard,
+        evaluate: bool,
+    ) -> dict[str, list[float]]:
+        """Runs ``fit`` from step ``start`` to ``run.train_steps`` in checkpoint intervals."""
+        run = self.hparams.run
+        interval, total = run.checkpoint_every_steps, run.train_steps
+        eval_every = interval if run.eval_every_steps is None else run.eval_every_steps
+        every = max(eval_every // interval, 1)
         full = total // interval * interval
-        # One fit for the whole intervals, one more for a last, shorter stretch.
-        pieces = [(start, full, interval), (max(start, full), total, total - full)]
+        boundary = min(-(-start // interval) * interval, full)
+        last = max(start, full)
+        # One fit to the next checkpoint (a run preempted between two), one for the whole
+        # intervals, one more for a last, shorter stretch: (begin, end, epoch length, eval every).
+        pieces = [
+            (start, boundary, boundary - start, every),
+            (boundary, full, interval, every),
+            (last, total, total - last, 1),
+        ]
+        history: dict[str, list[float]] = {}
         self.step = start
-        for begin, end, length in pieces:
+        for begin, end, length, validation_freq in pieces:
             if begin >= end:
                 continue
             first_epoch = begin // interval
@@ -397,7 +438,7 @@ class Trainer:
             def step_of(epoch: int, first_epoch=first_epoch, begin=begin, length=length) -> int:
                 return begin + (epoch - first_epoch) * length
 
-            for callback in own[:2]:
+            for callback in counted:
                 callback.step_of_epoch = step_of
             fit_history = self.model.fit(
                 self._input("train", start_step=begin),
@@ -406,8 +447,8 @@ class Trainer:
                 steps_per_epoch=length,
                 validation_data=self._input("eval") if evaluate else None,
                 validation_steps=run.eval_steps,
-                validation_freq=max(eval_every // interval, 1) if length == interval else 1,
-                callbacks=all_callbacks,
+                validation_freq=validation_freq,
+                callbacks=callbacks,
                 verbose=run.verbose,
                 shuffle=False,
             )
@@ -416,8 +457,6 @@ class Trainer:
             self.step = begin + len(fit_history.epoch) * length
             if guard.diverged_at is not None or self.model.stop_training:
                 break
-        if guard.diverged_at is not None:
-            raise self._diverged(guard)
         return history
 
     def _diverged(self, guard: DivergenceGuard) -> TrainingDiverged:

@@ -1,0 +1,112 @@
+"""Faults of a running job: preemption (a real SIGTERM) and a worker killed mid-run.
+
+Every run here is a separate process (tests/run/train_job.py) training the toy experiment; the
+resumed runs must end with the weights of a run that was never interrupted.
+"""
+
+import json
+import os
+import signal
+
+import numpy as np
+
+import texkit as tx
+
+from .test_trainer import NO_DROPOUT, _finish, _free_ports, _run_job, _start_step
+from .toy_experiment import toy_experiment as experiment
+
+
+def _checkpoints(folder):
+    return sorted(
+        int(name[5:-6])
+        for name in os.listdir(folder)
+        if name.startswith("ckpt-") and name.endswith(".index")
+    )
+
+
+def _preempted_step(output):
+    return int(output.split("preempted at step ")[1].split()[0])
+
+
+def _assert_equal_weights(a, b, atol=0.0):
+    a, b = np.load(a), np.load(b)
+    assert list(a) == list(b)
+    for key in a:
+        np.testing.assert_allclose(a[key], b[key], rtol=0, atol=atol)
+
+
+def _one_worker(model_dir, **run):
+    hparams = experiment(model_dir, train_steps=60, checkpoint_every_steps=20, deterministic=True)
+    # The data as a function: each fit builds its pipeline afresh, as texkit's data classes do
+    # (see the Trainer's docstring on tf.data.Dataset objects that reshuffle).
+    hparams["data"]["hparams"] = {"per_replica": True}
+    hparams["run"].update(run)
+    return hparams
+
+
+def test_sigterm_saves_at_the_next_step_and_the_restart_loses_no_step(tmp_path):
+    hparams = _one_worker(str(tmp_path / "run"), preemption=True)
+    code, output = _run_job(hparams, tmp_path / "run.npz", sigterm_at_step=23)
+    assert code == tx.run.Preempted.exit_code == 75, output
+    # The signal came at the end of step 23, after the preemption check of that step.
+    assert _preempted_step(output) == 24, output
+    assert _checkpoints(tmp_path / "run") == [20, 24]
+    assert not (tmp_path / "run.npz").exists()
+    code, output = _run_job(hparams, tmp_path / "run.npz")
+    assert code == 0, output
+    assert _start_step(output) == 24  # not a multiple of checkpoint_every_steps
+    assert _checkpoints(tmp_path / "run") == [24, 40, 60]
+    code, output = _run_job(_one_worker(str(tmp_path / "whole")), tmp_path / "whole.npz")
+    assert code == 0, output
+    _assert_equal_weights(tmp_path / "run.npz", tmp_path / "whole.npz")
+
+
+def test_without_run_preemption_sigterm_ends_the_process_as_usual(tmp_path):
+    hparams = _one_worker(str(tmp_path / "run"))
+    code, output = _run_job(hparams, tmp_path / "run.npz", sigterm_at_step=23)
+    assert code == -signal.SIGTERM, output
+    assert _checkpoints(tmp_path / "run") == [20]
+
+
+def _two_workers(hparams, tmp_path, name, **options):
+    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+    processes = [
+        _run_job(
+            hparams,
+            tmp_path / f"{name}{index}.npz",
+            env={
+                "TF_CONFIG": json.dumps(
+                    {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+                )
+            },
+            wait=False,
+            **options,
+        )
+        for index in range(2)
+    ]
+    return [_finish(process) for process in processes]
+
+
+def _multi_worker(model_dir, train_steps=40):
+    hparams = experiment(model_dir, train_steps=train_steps, checkpoint_every_steps=10)
+    hparams["model"]["hparams"] = NO_DROPOUT
+    hparams["data"]["hparams"] = {"per_replica": True}
+    hparams["distribution"] = {"type": "multi_worker"}
+    return hparams
+
+
+def test_sigterm_to_one_worker_stops_both_at_the_same_step(tmp_path):
+    hparams = _multi_worker(str(tmp_path / "run"))
+    hparams["run"]["preemption"] = True
+    # Only the second worker (not the one writing checkpoints) gets the signal.
+    results = _two_workers(hparams, tmp_path, "run", sigterm_at_step=13, sigterm_task=1)
+    for code, output in results:
+        assert code == 75, output
+        assert _preempted_step(output) == 14, output
+    assert _checkpoints(tmp_path / "run") == [10, 14]
+    for code, output in _two_workers(hparams, tmp_path, "run"):
+        assert code == 0 and _start_step(output) == 14, output
+    for code, output in _two_workers(_multi_worker(str(tmp_path / "whole")), tmp_path, "whole"):
+        assert code == 0, output
+    _assert_equal_weights(tmp_path / "run0.npz", tmp_path / "whole0.npz", atol=1e-6)
+    _assert_equal_weights(tmp_path / "run0.npz", tmp_path / "run1.npz")

@@ -1,0 +1,132 @@
+"""Preemption: a SIGTERM during training saves a checkpoint at the next step and ends the run.
+
+Cloud VMs (and Kubernetes, and most batch schedulers) send SIGTERM some seconds before they stop
+a machine. With ``run.preemption: true`` the Trainer catches it while it trains: at the end of
+the step (or of the ``steps_per_execution`` steps) in which the signal arrived, every worker
+agrees to stop, ``model_dir/ckpt-<step>`` is written at that step (which need not be a multiple
+of ``checkpoint_every_steps``), and :class:`Preempted` is raised; ``texkit train`` then exits
+with :data:`EXIT_CODE` (75). Started again with the same command, the run resumes at that step
+and loses none.
+
+Why not TensorFlow's ``tf.distribute.experimental.PreemptionCheckpointHandler``: in TensorFlow
+2.21 it acts on SIGTERM only on GCP GPU VMs and under a cluster resolver it recognises (nothing
+on CPU VMs or Cloud TPU VMs, so not on the machines texkit tests on), has no integration with
+Keras 3's ``fit`` (it wants to run the train step itself), probes the GCE metadata server,
+saves one step after the signal, adds a variable of its own to the checkpoint (which then no
+longer matches a run without it), and exits the process with code 42 itself. A signal handler
+that sets a flag, and a Keras callback that acts on it between steps, do the same within
+``fit``, on every machine, with texkit's own checkpoints.
+
+Agreement across workers: under ``multi_worker`` the signal may reach one worker only, or the
+workers at different steps. After each execution every worker adds its flag to the others' (one
+all-reduce of a scalar, in the same order on every worker), so all stop after the same step
+and write the same checkpoint. On one machine (``default``, ``mirrored``, ``one_device``) there
+is one process and no collective.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+__all__ = ["EXIT_CODE", "Preempted", "PreemptionCheckpointer", "catch_sigterm"]
+
+# The exit code of a preempted `texkit train`: sysexits' EX_TEMPFAIL ("temporary failure; try
+# again"). A scheduler that restarts on failure restarts it; the run resumes.
+EXIT_CODE = 75
+
+
+class Preempted(Exception):
+    """Training stopped on SIGTERM after ``step``; ``checkpoint`` holds that step."""
+
+    exit_code = EXIT_CODE
+
+    def __init__(self, message: str, step: int, checkpoint: str | None):
+        super().__init__(message)
+        self.step = step
+        self.checkpoint = checkpoint
+
+
+class _Flag:
+    def __init__(self) -> None:
+        self.requested = False
+
+
+@contextlib.contextmanager
+def catch_sigterm() -> Iterator[_Flag]:
+    """Sets ``flag.requested`` on SIGTERM while the block runs, then restores the handler.
+
+    A SIGTERM that arrived but was not acted on (it came after the last step) is delivered
+    again once the previous handler is back, so the process ends as it would have.
+
+    Raises:
+        RuntimeError: not in the main thread (Python delivers signals there only).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        raise RuntimeError(
+            "run.preemption: train() must run in the main thread to catch SIGTERM"
+        )
+    flag = _Flag()
+    acted = []
+
+    def handler(signum: int, frame: Any) -> None:
+        flag.requested = True
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield flag
+    except Preempted:
+        acted.append(True)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if flag.requested and not acted:
+            signal.raise_signal(signal.SIGTERM)
+
+
+def _agreement(strategy: tf.distribute.Strategy) -> Callable[[bool], bool]:
+    """A function of this worker's flag that is true when any worker's is."""
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return lambda requested: requested
+
+    @tf.function
+    def total(flag: tf.Tensor) -> tf.Tensor:
+        return strategy.reduce("SUM", strategy.run(lambda: tf.identity(flag)), axis=None)
+
+    return lambda requested: bool(total(tf.constant(1.0 if requested else 0.0)) > 0)
+
+
+class PreemptionCheckpointer(keras.callbacks.Callback):
+    """After each execution of the train step: if any worker got SIGTERM, saves a checkpoint
+    at this step through ``trainer.save(step)`` and raises :class:`Preempted`."""
+
+    def __init__(self, trainer: Any, flag: _Flag, guard: Any):
+        super().__init__()
+        self.trainer = trainer
+        self.flag = flag
+        self.guard = guard
+        self.agree = _agreement(trainer.strategy)
+        self.epoch_start = 0
+        self.step_of_epoch: Callable[[int], int] = lambda epoch: 0
+
+    def on_epoch_begin(self, epoch: int, logs: Mapping | None = None) -> None:
+        self.epoch_start = self.step_of_epoch(epoch)
+
+    def on_train_batch_end(self, batch: int, logs: Mapping | None = None) -> None:
+        if not self.agree(self.flag.requested) or self.guard.diverged_at is not None:
+            return
+        step = self.epoch_start + batch + 1
+        path = self.trainer.save(step)
+        self.trainer.step = step
+        kept = f"saved {path}" if path else "no model_dir: nothing saved"
+        raise Preempted(
+            f"preempted (SIGTERM) after step {step}; {kept}. Start the run again to resume.",
+            step,
+            path,
+        )
