@@ -7,6 +7,9 @@ resumed runs must end with the weights of a run that was never interrupted.
 import json
 import os
 import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 
@@ -110,3 +113,36 @@ def test_sigterm_to_one_worker_stops_both_at_the_same_step(tmp_path):
         assert code == 0, output
     _assert_equal_weights(tmp_path / "run0.npz", tmp_path / "whole0.npz", atol=1e-6)
     _assert_equal_weights(tmp_path / "run0.npz", tmp_path / "run1.npz")
+
+
+def test_texkit_train_sent_sigterm_from_outside_exits_75_with_a_checkpoint(tmp_path):
+    from tests.test_cli import TOY, _write_experiment
+
+    config = _write_experiment(tmp_path, train_steps=1_000_000, checkpoint_every_steps=20)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "texkit.cli",
+            "train",
+            config,
+            "run.preemption=true",
+            "--include",
+            TOY,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    model_dir = tmp_path / "model"
+    deadline = time.monotonic() + 180
+    while not (model_dir / "ckpt-20.index").exists():
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)  # as a cloud VM does before preemption
+    _, error = process.communicate(timeout=120)
+    assert process.returncode == 75, error
+    step = int(error.split("preempted (SIGTERM) after step ")[1].split(";")[0])
+    assert step > 20 and step in _checkpoints(model_dir)
+    assert "Traceback" not in error
+    assert error.strip().splitlines()[-1].startswith("texkit train: preempted (SIGTERM)")
