@@ -159,6 +159,41 @@ def _private_uses(path):
             yield f"{path}:{node.lineno}: uses .{node.attr}"
 
 
+def test_set_worker_health_check_sets_what_the_strategy_reads():
+    from tensorflow.python.distribute import collective_all_reduce_strategy as collective
+
+    extended = collective.CollectiveAllReduceExtended
+    names = ("_enable_check_health", "_check_health_interval", "_check_health_timeout")
+    before = {name: getattr(extended, name, None) for name in names}
+    try:
+        _compat.set_worker_health_check(7)
+        # The strategy's health-check thread reads these when the strategy is made.
+        source = inspect.getsource(extended)
+        if not all(f"self.{name}" in source for name in names):
+            _broken("set_worker_health_check", "the strategy no longer reads its settings")
+        assert (extended._check_health_interval, extended._check_health_timeout) == (7, 7)
+    finally:
+        for name, value in before.items():
+            setattr(extended, name, value)
+    # The two-process runs of tests/run/test_faults.py find a silent worker within 4 heartbeats.
+
+
+def test_trace_time_collective_keys_switches_the_launchers_key_mode():
+    from tensorflow.python.distribute import cross_device_utils
+
+    launcher = cross_device_utils.CollectiveReplicaLauncher
+    if "_prefer_unique_instance_key" not in inspect.getsource(launcher):
+        _broken("trace_time_collective_keys", "the launcher no longer has the setting")
+    before = launcher._prefer_unique_instance_key
+    try:
+        _compat.trace_time_collective_keys()
+        assert launcher._prefer_unique_instance_key is False
+    finally:
+        launcher._prefer_unique_instance_key = before
+    # tests/run/test_strategy_equivalence.py trains with steps_per_execution > 1 under both
+    # strategies, which fails without it.
+
+
 def test_no_private_keras_or_tensorflow_use_outside_compat():
     found = []
     for root, _, files in os.walk(TEXKIT):

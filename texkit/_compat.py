@@ -23,6 +23,8 @@ __all__ = [
     "build_model_from_specs",
     "cond_with_function_branches",
     "one_replica_spec",
+    "set_worker_health_check",
+    "trace_time_collective_keys",
     "unique_layer_name",
 ]
 
@@ -125,6 +127,52 @@ def average_scalar_logs_across_workers() -> None:
 
     reduce_per_replica._texkit_scalar_mean = True
     keras_tf_trainer.reduce_per_replica = reduce_per_replica
+
+
+# -- TensorFlow: lost workers -------------------------------------------------------------------
+
+
+def set_worker_health_check(seconds: float) -> None:
+    """Makes ``MultiWorkerMirroredStrategy`` check every ``seconds`` that each worker answers.
+
+    The strategy starts a thread that asks every peer whether it is alive, every 30 s by default,
+    waiting 10 s for an answer, three times, before it aborts the collectives with
+    ``UnavailableError`` naming the peer (``/job:worker/replica:0/task:1 is down``). A worker
+    whose machine vanished (no connection reset reaches the others) would otherwise leave them
+    waiting in an all-reduce for up to a minute. The settings are class attributes of
+    TensorFlow's ``CollectiveAllReduceExtended``, read when a strategy is made; TensorFlow has no
+    public option for them (``CommunicationOptions.timeout_seconds`` bounds each collective
+    instead, which also fails a healthy worker that is slow, e.g. compiling or saving). Here the
+    check runs every ``seconds`` and waits ``seconds`` for each answer: a lost worker is found
+    within about four times ``seconds``.
+    """
+    from tensorflow.python.distribute import collective_all_reduce_strategy as collective
+
+    extended = collective.CollectiveAllReduceExtended
+    extended._enable_check_health = True
+    extended._check_health_interval = seconds
+    extended._check_health_timeout = seconds
+
+
+# -- TensorFlow: collectives inside Keras' multi-step loop ---------------------------------------
+
+
+def trace_time_collective_keys() -> None:
+    """Lets ``steps_per_execution > 1`` run under ``mirrored`` and ``multi_worker``.
+
+    Keras runs several steps per call in a ``tf.while_loop`` whose body calls the train step in
+    a ``tf.cond``. Under these strategies the step all-reduces the gradients with collective
+    ops, whose instance key TensorFlow feeds at call time by default; ``tf.cond`` does not pass
+    such a call-time value on to the outer function, and the call fails ("You must feed a value
+    for placeholder tensor '.../while/cond/Placeholder'"). With keys assigned when the function
+    is traced (TensorFlow's own mode for graphs without call-time captures) the step runs. The
+    keys must then be assigned in the same order on every worker: every worker must trace the
+    same functions in the same order, which batches of fixed shapes guarantee (the Trainer
+    checks them first). Process-wide; TensorFlow has no public option for it.
+    """
+    from tensorflow.python.distribute import cross_device_utils
+
+    cross_device_utils.CollectiveReplicaLauncher._prefer_unique_instance_key = False
 
 
 # -- TensorFlow: conditionals in graphs ---------------------------------------------------------

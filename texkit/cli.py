@@ -313,13 +313,13 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "hparams":
         return _print_hparams(args.name, args.overrides)
-    from texkit.run import Preempted, TrainingDiverged
+    from texkit.run import Preempted, TrainingDiverged, WorkerLost
 
     try:
         if args.command == "migrate":
             return _migrate(args)
         return _run_command(args)
-    except Preempted as error:  # SIGTERM with run.preemption: saved; start it again to resume
+    except (Preempted, WorkerLost) as error:  # stopped early; start it again to resume
         print(f"texkit {args.command}: {error}", file=sys.stderr)
         return error.exit_code
     except TrainingDiverged as error:  # the run failed, not its command line: exit 1

@@ -102,7 +102,7 @@ def test_sigterm_to_one_worker_stops_both_at_the_same_step(tmp_path):
     hparams = _multi_worker(str(tmp_path / "run"))
     hparams["run"]["preemption"] = True
     # Only the second worker (not the one writing checkpoints) gets the signal.
-    results = _two_workers(hparams, tmp_path, "run", sigterm_at_step=13, sigterm_task=1)
+    results = _two_workers(hparams, tmp_path, "run", sigterm_at_step=13, signal_task=1)
     for code, output in results:
         assert code == 75, output
         assert _preempted_step(output) == 14, output
@@ -146,3 +146,80 @@ def test_texkit_train_sent_sigterm_from_outside_exits_75_with_a_checkpoint(tmp_p
     assert step > 20 and step in _checkpoints(model_dir)
     assert "Traceback" not in error
     assert error.strip().splitlines()[-1].startswith("texkit train: preempted (SIGTERM)")
+
+
+def _start_two_workers(hparams, tmp_path, name, **options):
+    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+    return [
+        _run_job(
+            hparams,
+            tmp_path / f"{name}{index}.npz",
+            env={
+                "TF_CONFIG": json.dumps(
+                    {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+                )
+            },
+            wait=False,
+            **options,
+        )
+        for index in range(2)
+    ]
+
+
+def _wait_for_exit(process, timeout):
+    deadline = time.monotonic() + timeout
+    while process.poll() is None:
+        assert time.monotonic() < deadline, "the process did not end"
+        time.sleep(0.1)
+    return time.monotonic()
+
+
+def test_a_worker_killed_mid_run_fails_the_other_at_once_and_both_resume(tmp_path):
+    hparams = _multi_worker(str(tmp_path / "run"))
+    hparams["distribution"]["heartbeat_seconds"] = 2
+    chief, killed = _start_two_workers(hparams, tmp_path, "run", kill_at_step=15, signal_task=1)
+    killed_at = _wait_for_exit(killed, 300)
+    failed_at = _wait_for_exit(chief, 120)
+    code, output = _finish(chief)
+    assert killed.returncode == -signal.SIGKILL
+    assert code == 75, output
+    assert "lost worker 1 of the cluster" in output, output
+    assert f"the last checkpoint is {tmp_path / 'run' / 'ckpt-10'}" in output, output
+    assert failed_at - killed_at < 30, "the survivor should fail at once, not wait"
+    # Both started again: the run resumes at step 10 and ends as an uninterrupted one.
+    for code, output in _two_workers(hparams, tmp_path, "run"):
+        assert code == 0 and _start_step(output) == 10, output
+    single = _multi_worker("")
+    single["distribution"] = {"type": "default"}
+    trainer = tx.run.Trainer.from_hparams(single)
+    trainer.train()
+    resumed = np.load(tmp_path / "run0.npz")
+    for index, key in enumerate(resumed):
+        np.testing.assert_allclose(resumed[key], trainer.model.weights[index].numpy(), atol=1e-5)
+
+
+def test_a_worker_that_stops_answering_is_found_by_the_heartbeat(tmp_path):
+    # A stopped process keeps its connections open, as a machine that vanished from the network
+    # does: no connection reset tells the other worker; only the health check can.
+    hparams = _multi_worker(str(tmp_path / "run"), train_steps=400)
+    hparams["distribution"]["heartbeat_seconds"] = 2
+    chief, silent = _start_two_workers(hparams, tmp_path, "run", step_seconds=0.05)
+    deadline = time.monotonic() + 300
+    while not (tmp_path / "run" / "ckpt-10.index").exists():
+        assert time.monotonic() < deadline and chief.poll() is None, _finish(chief)
+        time.sleep(0.1)
+    silent.send_signal(signal.SIGSTOP)
+    try:
+        stopped_at = time.monotonic()
+        failed_at = _wait_for_exit(chief, 120)
+        code, output = _finish(chief)
+    finally:
+        silent.kill()
+        silent.communicate()
+    assert code == 75, output
+    assert "lost worker 1 of the cluster" in output, output
+    # TensorFlow's coordination service (its heartbeats) or the collective health check
+    # (distribution.heartbeat_seconds), whichever is first, finds the silent worker.
+    assert "unhealthy" in output or "is down" in output, output
+    print(f"the silent worker was found after {failed_at - stopped_at:.1f} s")
+    assert failed_at - stopped_at < 40

@@ -5,8 +5,8 @@
 Prints ``start step <n>`` (the step it resumes from), trains, and saves the model's weights to
 ``weights_out`` (``.npz``). With ``kill_at_step`` it kills itself with SIGKILL once the optimizer
 reaches that step, as a crash would. With ``sigterm_at_step`` it sends itself SIGTERM (as a cloud
-VM about to be preempted does) once the optimizer reaches that step, only in the worker of index
-``sigterm_task`` if that is given; a run stopped by ``run.preemption`` prints
+VM about to be preempted does) once the optimizer reaches that step. Either signal is sent only in
+the worker of index ``signal_task`` if that is given; a run stopped by ``run.preemption`` prints
 ``preempted at step <n>`` and exits with ``texkit.run.Preempted.exit_code``, as ``texkit train``
 does. ``step_seconds`` slows every step down (for signals sent from outside).
 """
@@ -59,10 +59,10 @@ def main() -> None:
     latest = trainer.latest_checkpoint
     print(f"start step {tx.run.trainer.checkpoint_step(latest) if latest else 0}", flush=True)
     callbacks = []
-    if config.get("kill_at_step"):
+    signalled = config.get("signal_task") in (None, _task_index())
+    if config.get("kill_at_step") and signalled:
         callbacks.append(SignalAt(config["kill_at_step"], signal.SIGKILL))
-    sigterm_task = config.get("sigterm_task")
-    if config.get("sigterm_at_step") and sigterm_task in (None, _task_index()):
+    if config.get("sigterm_at_step") and signalled:
         callbacks.append(SignalAt(config["sigterm_at_step"], signal.SIGTERM))
     if config.get("step_seconds"):
         callbacks.append(Slow(config["step_seconds"]))
@@ -70,6 +70,9 @@ def main() -> None:
         trainer.train(callbacks=callbacks)
     except tx.run.Preempted as error:
         print(f"preempted at step {error.step}", flush=True)
+        sys.exit(error.exit_code)
+    except tx.run.WorkerLost as error:
+        print(f"texkit: {error}", flush=True)
         sys.exit(error.exit_code)
     np.savez(config["weights_out"], *[w.numpy() for w in trainer.model.weights])
     print(f"end step {trainer.step}", flush=True)

@@ -12,7 +12,7 @@ from texkit.run.experiment import (
 from texkit.run.optimization import default_optimization_hparams, optimizer_from_hparams
 from texkit.run.run_config import default_run_hparams
 from texkit.run.schedules import InverseSquareRootDecay, WarmupPolynomialDecay
-from texkit.run.trainer import Preempted, Trainer, TrainingDiverged
+from texkit.run.trainer import Preempted, Trainer, TrainingDiverged, WorkerLost
 
 __all__ = [
     "Data",
@@ -21,6 +21,7 @@ __all__ = [
     "Trainer",
     "TrainingDiverged",
     "WarmupPolynomialDecay",
+    "WorkerLost",
     "data_builder",
     "default_distribution_hparams",
     "default_experiment_hparams",

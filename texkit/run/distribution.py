@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 
 import tensorflow as tf
 
+from texkit import _compat
 from texkit.errors import Problems
 from texkit.hparams import HParams, HParamsError
 
@@ -48,6 +49,11 @@ DISTRIBUTION_HPARAMS_DOC = {
     ),
     "task_index": "multi_worker with an explicit cluster: this process's index in the workers.",
     "communication": "multi_worker collectives: 'auto', 'ring' or 'nccl'.",
+    "heartbeat_seconds": (
+        "multi_worker: every this many seconds each worker checks that the others answer; one "
+        "that does not answer within it, three times, is lost: the run fails at once naming it "
+        "(texkit.run.WorkerLost) and can be started again from its last checkpoint."
+    ),
     "tpu": "tpu: the TPU name or grpc:// address ('' finds the TPU of a Cloud TPU VM).",
     "name": "Name of these settings.",
 }
@@ -61,12 +67,14 @@ def default_distribution_hparams() -> dict:
         "cluster": {},
         "task_index": 0,
         "communication": "auto",
+        "heartbeat_seconds": 10,
         "tpu": "",
         "name": "distribution",
     }
 
 
 def _multi_worker(hp: HParams) -> tf.distribute.Strategy:
+    _compat.set_worker_health_check(hp.heartbeat_seconds)
     options = tf.distribute.experimental.CommunicationOptions(
         implementation=_COMMUNICATION[hp.communication]
     )
@@ -152,6 +160,9 @@ def check_distribution_hparams(hp: HParams) -> None:
         problems.add(
             f"expected one of {sorted(_COMMUNICATION)}, got {hp.communication!r}", "communication"
         )
+    beat = hp.heartbeat_seconds
+    if isinstance(beat, bool) or not isinstance(beat, (int, float)) or not 0 < beat <= 3600:
+        problems.add(f"expected seconds in (0, 3600], got {beat!r}", "heartbeat_seconds")
     if list(hp.devices) and hp.type not in ("one_device", "mirrored"):
         problems.add(f"type {hp.type!r} takes no devices list", "devices")
     problems.raise_if_any()

@@ -27,6 +27,7 @@ is one process and no collective.
 from __future__ import annotations
 
 import contextlib
+import re
 import signal
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -35,7 +36,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-__all__ = ["EXIT_CODE", "Preempted", "PreemptionCheckpointer", "catch_sigterm"]
+__all__ = ["EXIT_CODE", "Preempted", "PreemptionCheckpointer", "WorkerLost", "catch_sigterm"]
 
 # The exit code of a preempted `texkit train`: sysexits' EX_TEMPFAIL ("temporary failure; try
 # again"). A scheduler that restarts on failure restarts it; the run resumes.
@@ -51,6 +52,56 @@ class Preempted(Exception):
         super().__init__(message)
         self.step = step
         self.checkpoint = checkpoint
+
+
+class WorkerLost(RuntimeError):
+    """A ``multi_worker`` run lost a worker (``worker``: e.g. ``worker 1``) and stopped.
+
+    Every worker's collectives are aborted; the run cannot go on without it. Start every worker
+    again: the run resumes from its last checkpoint. ``texkit train`` exits with
+    :data:`EXIT_CODE`, as for a preemption.
+    """
+
+    exit_code = EXIT_CODE
+
+    def __init__(self, message: str, worker: str | None):
+        super().__init__(message)
+        self.worker = worker
+
+
+_PEER = re.compile(r"/job:(\w+)/replica:\d+/task:(\d+)")
+_FUNCTION_NODE = re.compile(r"\{\{[^}]*\}\}")
+_LOST_WORDS = ("is down", "unhealthy", "reset by peer", "aborted")
+
+
+def worker_lost(error: Exception, checkpoint: str | None, this_task: str) -> WorkerLost | None:
+    """The :class:`WorkerLost` that a TensorFlow error of a ``multi_worker`` step means, if any.
+
+    TensorFlow reports a lost peer as ``UnavailableError`` (its connection was reset, or a health
+    check found it silent) or as aborted collectives, naming the peer's task in the message;
+    ``this_task`` (e.g. ``worker 0``) is this process, which the message may also name.
+    """
+    message = str(error)
+    if not (
+        isinstance(error, tf.errors.UnavailableError) or "Collective ops is aborted" in message
+    ):
+        return None
+    peers = [f"{job} {task}" for job, task in _PEER.findall(message)]
+    worker = next((peer for peer in peers if peer != this_task), None)
+    reason = next(
+        (
+            _FUNCTION_NODE.sub("", line).strip().rstrip(":")
+            for line in message.splitlines()
+            if any(word in line for word in _LOST_WORDS)
+        ),
+        type(error).__name__,
+    )
+    kept = f"the last checkpoint is {checkpoint}" if checkpoint else "no checkpoint was written"
+    return WorkerLost(
+        f"lost {worker or 'a worker'} of the cluster ({reason}); {kept}. Start every worker "
+        "again to resume.",
+        worker,
+    )
 
 
 class _Flag:

@@ -61,9 +61,10 @@ from texkit.run.export import check_export_path, export_saved_model
 from texkit.run.optimization import optimizer_from_hparams
 from texkit.run.run_config import build_metric, check_run_hparams
 
-__all__ = ["Preempted", "Trainer", "TrainingDiverged", "checkpoint_step"]
+__all__ = ["Preempted", "Trainer", "TrainingDiverged", "WorkerLost", "checkpoint_step"]
 
 Preempted = preemption.Preempted
+WorkerLost = preemption.WorkerLost
 
 
 class TrainingDiverged(FloatingPointError):
@@ -178,6 +179,7 @@ class Trainer:
         self.strategy = strategy
         _check_jit_compile(run, strategy)
         self.is_chief, self._task_id = _task(self.strategy)
+        self._check_steps_per_execution()
         with _dtype_policy(run.precision), self.strategy.scope():
             model = model_fn()
             if not isinstance(model, keras.Model):
@@ -217,6 +219,38 @@ class Trainer:
         return cls(lambda: model_builder(hp.model.hparams, data), data, hp, strategy=strategy)
 
     # -- building --------------------------------------------------------------------------------
+
+    def _check_steps_per_execution(self) -> None:
+        """Several steps per execution under a collective all-reduce need fixed batch shapes."""
+        spe = self.hparams.run.steps_per_execution
+        strategy = self.strategy
+        collective = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or (
+            isinstance(strategy, tf.distribute.MirroredStrategy)
+            and strategy.num_replicas_in_sync > 1
+        )
+        if spe == 1 or not collective:
+            return
+        for split in ("train", "eval"):
+            if split not in self.data:
+                continue
+            need = (
+                f"{spe} steps per execution under {type(strategy).__name__} need batches of "
+                "fixed shapes (drop_remainder, sequences padded to one length); use 1, or fix "
+                "the shapes"
+            )
+            try:
+                spec = readiness.replica_batch_spec(
+                    _source(self.data[split], split), split, strategy
+                )
+            except ValueError as error:
+                raise HParamsError(f"{need}: {error}", "run.steps_per_execution") from None
+            for leaf in tf.nest.flatten(spec):
+                if not leaf.shape.is_fully_defined():
+                    raise HParamsError(
+                        f"{need}: data split {split!r} has a feature of shape {leaf.shape}",
+                        "run.steps_per_execution",
+                    )
+        _compat.trace_time_collective_keys()
 
     def _compile(self) -> None:
         run = self.hparams.run
@@ -400,7 +434,16 @@ class Trainer:
                 )
             if run.tensorboard and run.model_dir and self.is_chief:
                 own.append(keras.callbacks.TensorBoard(os.path.join(run.model_dir, "logs")))
-            history = self._fit(start, counted, own + list(callbacks or []), guard, evaluate)
+            try:
+                history = self._fit(start, counted, own + list(callbacks or []), guard, evaluate)
+            except tf.errors.OpError as error:
+                lost = None
+                if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
+                    this_task = f"{self.strategy.cluster_resolver.task_type} {self._task_id}"
+                    lost = preemption.worker_lost(error, self.latest_checkpoint, this_task)
+                if lost is None:
+                    raise
+                raise lost from error
         if guard.diverged_at is not None:
             raise self._diverged(guard)
         return history
