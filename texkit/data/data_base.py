@@ -57,18 +57,20 @@ class DataBase(Configurable):
     HPARAMS_DOC = {
         "num_epochs": "Passes over the data; -1 repeats forever.",
         "batch_size": "Global batch size (per replica: divided by the replicas in sync).",
-        "drop_remainder": "Drop the last smaller batch (with pad_to_max_seq_length: static "
-        "shapes, as TPUs need).",
+        "drop_remainder": "Drop the examples that do not fill a whole global batch, so every "
+        "replica of every step gets a full batch (with pad_to_max_seq_length: static shapes, as "
+        "TPUs need).",
         "shuffle": "Shuffle the examples.",
         "shuffle_buffer_size": "Examples in the shuffle buffer.",
         "seed": "Shuffle seed (None: a different order each run).",
         "reshuffle_each_iteration": "A new order every epoch.",
         "bucket_boundaries": "Length boundaries of buckets: examples of similar length are "
         "batched together ([]: no bucketing).",
-        "bucket_batch_sizes": "Batch size per bucket, len(bucket_boundaries) + 1 of them ([]: "
-        "batch_size for every bucket).",
-        "batch_tokens": "Token budget per batch (0: off): each bucket's batch size is the budget "
-        "divided by its longest length; buckets grow by 10% from 8 when bucket_boundaries is [].",
+        "bucket_batch_sizes": "Global batch size per bucket, len(bucket_boundaries) + 1 of them "
+        "([]: batch_size for every bucket).",
+        "batch_tokens": "Token budget per global batch (0: off; per replica: divided by the "
+        "replicas in sync, rounded down): each bucket's batch size is the budget divided by its "
+        "longest length; buckets grow by 10% from 8 when bucket_boundaries is [].",
         "num_parallel_calls": "Parallel calls of the processing map (-1: tf.data.AUTOTUNE).",
         "prefetch_buffer_size": "Batches to prefetch (-1: AUTOTUNE, 0: none).",
         "source": "Where examples come from: 'files' or 'tfds' (tensorflow-datasets).",
@@ -90,6 +92,7 @@ class DataBase(Configurable):
         self._fields = self._make_fields()
         self._report = self._scan()
         self._dataset: tf.data.Dataset | None = None
+        self._shard_sizes_cache: dict[int, list[int]] = {}
         level = logging.INFO if self._report.clean else logging.WARNING
         logger.log(level, "%s: %s", self.hparams.name, self._report)
 
@@ -264,11 +267,28 @@ class DataBase(Configurable):
         """Builds the pipeline; with ``input_context``, this input pipeline's shard of it.
 
         Sharding is by example (every ``num_input_pipelines``-th example after the scan's
-        order), so the pipelines' shards are disjoint and together hold every example.
+        order), so the pipelines' shards are disjoint and together hold every example: an epoch
+        reads each example once across pipelines and replicas. With ``drop_remainder`` it reads
+        each at most once: a pipeline drops what does not fill a batch for every replica it
+        feeds and, without bucketing, every pipeline stops after as many steps as the smallest
+        shard fills. When nothing was skipped, an epoch then drops ``examples % batch_size``
+        examples, as one pipeline would. (With bucketing, pipelines may give different numbers
+        of batches; the strategy then gives the replicas of a pipeline that has run out empty
+        batches.)
+
+        Without ``input_context`` the pipeline gives global batches; a multi-worker strategy
+        given it whole shares them out by batch, not by file.
         """
         hp = self.hparams
         replicas = input_context.num_replicas_in_sync if input_context else 1
+        pipelines = input_context.num_input_pipelines if input_context else 1
         batch_size = _per_replica(hp.batch_size, replicas, "batch_size")
+        # With drop_remainder every replica of every step gets a full batch. The strategy deals a
+        # pipeline's batches out to the replicas it feeds in turn, and at the end would give the
+        # last ones an empty batch (or, with static shapes, drop the full batches of an
+        # incomplete step): so the pipeline drops the remainder of its replicas' whole share,
+        # then splits each share into per-replica batches.
+        group = max(1, replicas // pipelines) if hp.drop_remainder else 1
         dataset = self._raw_examples()
         if input_context is not None and input_context.num_input_pipelines > 1:
             dataset = dataset.shard(
@@ -299,20 +319,56 @@ class DataBase(Configurable):
             batch_sizes = tf.constant(sizes, tf.int64)
             dataset = dataset.group_by_window(
                 key_func=lambda cleans, bucket: bucket,
-                reduce_func=lambda bucket, window: window.batch(
-                    batch_sizes[bucket], drop_remainder=hp.drop_remainder
+                reduce_func=lambda bucket, window: _batch(
+                    window, batch_sizes[bucket], group, hp.drop_remainder
                 ),
-                window_size_func=lambda bucket: batch_sizes[bucket],
+                window_size_func=lambda bucket: batch_sizes[bucket] * group,
             )
         else:
-            dataset = dataset.batch(batch_size, drop_remainder=hp.drop_remainder)
+            dataset = _batch(dataset, batch_size, group, hp.drop_remainder)
+            if hp.drop_remainder and pipelines > 1 and hp.num_epochs != -1:
+                # Every worker runs as many steps as the smallest shard fills, so no step
+                # mixes full batches with the dummy ones the strategy gives a worker that has
+                # run out (with a static batch size these are rows of zeros, not empty batches).
+                steps = min(self._shard_sizes(pipelines)) * hp.num_epochs // (batch_size * group)
+                dataset = dataset.take(steps * group)
         dataset = dataset.map(
             self._process_batch, num_parallel_calls=self._parallel(), deterministic=True
         )
         if hp.prefetch_buffer_size:
             size = hp.prefetch_buffer_size
             dataset = dataset.prefetch(tf.data.AUTOTUNE if size == -1 else size)
+        if input_context is None:
+            # Given whole to a multi-worker strategy (as Keras does with a dataset of global
+            # batches), a pipeline is sharded by tf.data. Sharding by file would cut each
+            # field's files apart, pairing a source line with another example's target when the
+            # fields' files split differently, so the batches are shared out instead.
+            options = tf.data.Options()
+            options.experimental_distribute.auto_shard_policy = (
+                tf.data.experimental.AutoShardPolicy.DATA
+            )
+            dataset = dataset.with_options(options)
         return dataset
+
+    def _shard_sizes(self, pipelines: int) -> list[int]:
+        """The examples of one epoch in each of ``pipelines`` shards (after skipping)."""
+        examples = self._report.examples
+        if not self._report.skipped:
+            return [len(range(index, examples, pipelines)) for index in range(pipelines)]
+        if pipelines not in self._shard_sizes_cache:
+            # Examples were skipped: one more pass finds which shards they fell in.
+            def count(start: Any, raws: tuple[Any, ...]) -> Any:
+                kept = tf.logical_not(self._check(raws)[1])
+                shard = (start * _CHUNK + tf.range(tf.size(kept, tf.int64))) % pipelines
+                return tf.math.bincount(
+                    tf.boolean_mask(shard, kept), minlength=pipelines, dtype=tf.int64
+                )
+
+            chunks = self._raw_examples().batch(_CHUNK).enumerate()
+            counts = chunks.map(lambda start, raws: count(start, raws))
+            total = counts.reduce(tf.zeros(pipelines, tf.int64), lambda a, b: a + b)
+            self._shard_sizes_cache[pipelines] = [int(n) for n in total.numpy()]
+        return self._shard_sizes_cache[pipelines]
 
     @property
     def dataset(self) -> tf.data.Dataset:
@@ -325,7 +381,18 @@ class DataBase(Configurable):
         return iter(self.dataset)
 
 
+def _batch(dataset: tf.data.Dataset, size: Any, group: int, drop_remainder: bool) -> Any:
+    """Batches of ``size``, taken ``group`` at a time: with ``drop_remainder`` the examples that
+    do not fill a whole group are dropped."""
+    dataset = dataset.batch(size * group, drop_remainder=drop_remainder)
+    return dataset.rebatch(size, drop_remainder=True) if group > 1 else dataset
+
+
 def _per_replica(size: int, replicas: int, key: str) -> int:
     if size % replicas:
-        raise HParamsError(f"{size} does not divide evenly among {replicas} replicas in sync", key)
+        raise HParamsError(
+            f"the global size {size} does not divide evenly among {replicas} replicas in sync; "
+            f"use a multiple of {replicas}",
+            key,
+        )
     return size // replicas
