@@ -250,3 +250,40 @@ def test_steps_per_execution_under_mirrored_needs_batches_of_fixed_shapes():
     ) as error:
         tx.run.Trainer(lambda: trainer.model, tx.run.Data(train=ragged), hparams)
     assert error.value.path == "run.steps_per_execution"
+
+
+class OwnLossModel(keras.Model):
+    """A model that computes its loss itself with plain ops, as texkit's examples do."""
+
+    def __init__(self):
+        super().__init__()
+        self.dense = keras.layers.Dense(1)
+
+    def call(self, inputs):
+        return self.dense(inputs)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        return keras.ops.mean(keras.ops.square(y_pred[:, 0] - y))
+
+
+def test_a_models_own_loss_under_mirrored_equals_default():
+    # Without the Trainer's scaling, each replica's mean loss is summed over the replicas:
+    # gradients (visible under SGD) and the logged loss twice too large.
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 3)).astype(np.float32)
+    y = (x @ np.array([1.0, -2.0, 0.5], np.float32)).astype(np.float32)
+    results = []
+    for distribution in (DEFAULT, MIRRORED):
+        keras.utils.set_random_seed(0)
+        data = tx.run.Data(train=tf.data.Dataset.from_tensor_slices((x, y)).batch(16).repeat())
+        hparams = {
+            "optimization": SGD | {"learning_rate": 0.05},
+            "distribution": distribution,
+            "run": {"train_steps": 8, "checkpoint_every_steps": 4, "verbose": 0},
+        }
+        trainer = tx.run.Trainer(OwnLossModel, data, hparams)
+        history = trainer.train()
+        results.append((_weights(trainer), history["loss"]))
+    (default_weights, default_loss), (mirrored_weights, mirrored_loss) = results
+    assert _max_diff(default_weights, mirrored_weights) <= 1e-5
+    np.testing.assert_allclose(mirrored_loss, default_loss, rtol=1e-5)

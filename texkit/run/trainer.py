@@ -42,6 +42,7 @@ the checkpoint manager and the data; its settings, callbacks and export live bes
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import uuid
@@ -189,6 +190,8 @@ class Trainer:
             if not model.built:
                 self._build_from_data()
             model.optimizer.build(model.trainable_variables)
+        if not _defines_no_loss(model) and _overrides_compute_loss(model):
+            model.compute_loss = _mean_over_replicas(model.compute_loss)
         _compat.build_model_from_specs(self.model, self.strategy)
         if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
             _compat.average_scalar_logs_across_workers()
@@ -649,6 +652,33 @@ def _random_states(model: keras.Model) -> list[Any]:
     """
     tracked = {id(v) for v in model.weights}
     return [v for v in model.variables if id(v) not in tracked]
+
+
+def _overrides_compute_loss(model: keras.Model) -> bool:
+    compute_loss = getattr(type(model).compute_loss, "__func__", type(model).compute_loss)
+    return compute_loss is not keras.Model.compute_loss
+
+
+def _mean_over_replicas(compute_loss: Callable[..., Any]) -> Callable[..., Any]:
+    """A model's own ``compute_loss`` (the mean loss of the batch it is given), divided by the
+    number of replicas in sync, as Keras divides its own losses.
+
+    Each replica computes the loss of its part of the global batch; the gradients of the
+    replicas are then summed. Keras scales the losses it computes itself (compiled losses and
+    ``add_loss``) by ``1 / replicas`` so that the sum is the global batch's mean, and unscales
+    the value it logs; a model's own ``compute_loss`` made of plain ops is not scaled by Keras,
+    and would otherwise give gradients, and a logged loss, ``replicas`` times too large.
+    """
+
+    @functools.wraps(compute_loss)
+    def scaled(*args: Any, **kwargs: Any) -> Any:
+        loss = compute_loss(*args, **kwargs)
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        if loss is None or replicas == 1:
+            return loss
+        return loss * tf.cast(1.0 / replicas, loss.dtype)
+
+    return scaled
 
 
 def _defines_no_loss(model: keras.Model) -> bool:
