@@ -287,3 +287,15 @@ def test_a_models_own_loss_under_mirrored_equals_default():
     (default_weights, default_loss), (mirrored_weights, mirrored_loss) = results
     assert _max_diff(default_weights, mirrored_weights) <= 1e-5
     np.testing.assert_allclose(mirrored_loss, default_loss, rtol=1e-5)
+
+
+def test_gradient_accumulation_under_mirrored_is_refused_naming_the_key():
+    # Keras' accumulation all-reduces inside a tf.cond, which fails in the first step.
+    hparams = experiment("", train_steps=20, checkpoint_every_steps=10)
+    hparams["optimization"]["gradient_accumulation_steps"] = 2
+    hparams["distribution"] = MIRRORED
+    with pytest.raises(tx.HParamsError, match="gradient accumulation cannot run") as error:
+        tx.run.Trainer.from_hparams(hparams)
+    assert error.value.path == "optimization.gradient_accumulation_steps"
+    hparams["distribution"] = DEFAULT
+    assert tx.run.Trainer.from_hparams(hparams).train()["loss"]

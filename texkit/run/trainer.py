@@ -224,13 +224,23 @@ class Trainer:
     # -- building --------------------------------------------------------------------------------
 
     def _check_steps_per_execution(self) -> None:
-        """Several steps per execution under a collective all-reduce need fixed batch shapes."""
+        """Several steps per execution under a collective all-reduce need fixed batch shapes;
+        Keras' gradient accumulation does not run under one."""
         spe = self.hparams.run.steps_per_execution
         strategy = self.strategy
         collective = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or (
             isinstance(strategy, tf.distribute.MirroredStrategy)
             and strategy.num_replicas_in_sync > 1
         )
+        accumulation = self.hparams.optimization.gradient_accumulation_steps
+        if collective and accumulation > 1:
+            raise HParamsError(
+                f"Keras' gradient accumulation cannot run under {type(strategy).__name__} with "
+                f"{strategy.num_replicas_in_sync} replicas (its update all-reduces inside a "
+                "tf.cond: 'merge_call called while defining a new graph'); use 1 and a global "
+                "batch that many times larger (more replicas carry it)",
+                "optimization.gradient_accumulation_steps",
+            )
         if spe == 1 or not collective:
             return
         for split in ("train", "eval"):
