@@ -239,19 +239,6 @@ def test_steps_per_execution_under_two_worker_processes_equals_one_step_per_exec
     assert _max_diff(weights[1], weights[5]) <= 1e-5
 
 
-def test_steps_per_execution_under_mirrored_needs_batches_of_fixed_shapes():
-    hparams = experiment("", train_steps=20, checkpoint_every_steps=10, steps_per_execution=5)
-    hparams["distribution"] = MIRRORED
-    trainer = tx.run.Trainer.from_hparams(hparams)  # the toy data's batches are fixed
-    x = {"ids": np.zeros((20, 12), np.int32), "length": np.ones(20, np.int32)}
-    ragged = tf.data.Dataset.from_tensor_slices((x, np.zeros(20, np.int32))).batch(8)
-    with pytest.raises(
-        tx.HParamsError, match=r"need batches of fixed shapes.*split 'train'"
-    ) as error:
-        tx.run.Trainer(lambda: trainer.model, tx.run.Data(train=ragged), hparams)
-    assert error.value.path == "run.steps_per_execution"
-
-
 class OwnLossModel(keras.Model):
     """A model that computes its loss itself with plain ops, as texkit's examples do."""
 

@@ -224,8 +224,8 @@ class Trainer:
     # -- building --------------------------------------------------------------------------------
 
     def _check_steps_per_execution(self) -> None:
-        """Several steps per execution under a collective all-reduce need fixed batch shapes;
-        Keras' gradient accumulation does not run under one."""
+        """Several steps per execution under a collective all-reduce of several workers need
+        fixed batch shapes; Keras' gradient accumulation does not run under one."""
         spe = self.hparams.run.steps_per_execution
         strategy = self.strategy
         collective = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or (
@@ -243,7 +243,10 @@ class Trainer:
             )
         if spe == 1 or not collective:
             return
-        for split in ("train", "eval"):
+        # Keys assigned when tracing must come in the same order on every worker: in one process
+        # (mirrored) they do; across workers only if no batch shape makes one of them retrace.
+        workers = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+        for split in ("train", "eval") if workers else ():
             if split not in self.data:
                 continue
             need = (
