@@ -168,7 +168,8 @@ def trace_time_collective_keys() -> None:
     is traced (TensorFlow's own mode for graphs without call-time captures) the step runs. The
     keys must then be assigned in the same order on every worker: every worker must trace the
     same functions in the same order, which batches of fixed shapes guarantee (the Trainer
-    checks them first under ``multi_worker``; in one process the order is the same anyway). Process-wide; TensorFlow has no public option for it.
+    checks them first under ``multi_worker``; in one process the order is the same anyway).
+    Process-wide; TensorFlow has no public option for it.
     """
     from tensorflow.python.distribute import cross_device_utils
 

@@ -120,9 +120,7 @@ def catch_sigterm() -> Iterator[_Flag]:
         RuntimeError: not in the main thread (Python delivers signals there only).
     """
     if threading.current_thread() is not threading.main_thread():
-        raise RuntimeError(
-            "run.preemption: train() must run in the main thread to catch SIGTERM"
-        )
+        raise RuntimeError("run.preemption: train() must run in the main thread to catch SIGTERM")
     flag = _Flag()
     acted = []
 
