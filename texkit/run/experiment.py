@@ -62,8 +62,9 @@ class Data(Mapping):
 
     Each split is a ``tf.data.Dataset`` of global batches, a function
     ``input_context -> tf.data.Dataset`` of per-replica batches (for
-    ``strategy.distribute_datasets_from_function``: each worker reads its own shard), or an
-    object with a ``.dataset`` attribute. Training data yields ``(features, labels)`` (or
+    ``strategy.distribute_datasets_from_function``: each worker reads its own shard), or texkit
+    data (its ``make_dataset(input_context)`` is used that way; an object with only a
+    ``.dataset`` gives that dataset). Training data yields ``(features, labels)`` (or
     ``(features, labels, sample_weights)``), unless the model's ``compute_loss`` reads the
     features alone.
 

@@ -20,14 +20,14 @@ data an uninterrupted run would have seen (give the shuffle a seed). Keras'
 ``BackupAndRestore`` callback is not used for this: it resumes at an epoch's start but restarts
 the data from its beginning, and keeps one backup instead of the last K checkpoints.
 
-A run resumed at a step that is not a multiple of ``checkpoint_every_steps`` (after a
-preemption, ``run.preemption``, or with another interval) trains to the next multiple in one
-``fit`` and goes on in whole intervals in another; a ``train_steps`` that is not a multiple ends
-with a shorter ``fit``. Each ``fit`` reads the split from ``start_step`` again. A split given
-as a function of the input context, or as texkit data (whose ``dataset`` builds the pipeline on
-each call), starts its shuffles afresh each time, so the resumed run sees exactly the batches of
-an uninterrupted one. A ``tf.data.Dataset`` object given as it is keeps one shuffle state for
-all its iterations: after the first ``fit`` of a process, a shuffle that reshuffles each
+A run resumed at a step that is not a multiple of ``checkpoint_every_steps`` (after a preemption,
+``run.preemption``, or with another interval) trains to the next multiple in one ``fit`` and goes
+on in whole intervals in another; a ``train_steps`` that is not a multiple ends with a shorter
+``fit``. Each ``fit`` reads the split from ``start_step`` again. A split given as a function of the
+input context, or as texkit data (whose ``make_dataset`` builds the pipeline, this worker's shard
+of it, on each call), starts its shuffles afresh each time, so the resumed run sees exactly the
+batches of an uninterrupted one. A ``tf.data.Dataset`` object given as it is keeps one shuffle
+state for all its iterations: after the first ``fit`` of a process, a shuffle that reshuffles each
 iteration deals another order (the same examples, every step counted).
 
 The whole resolved experiment is written to ``model_dir/hparams.yaml`` when training starts,
@@ -700,13 +700,15 @@ def _defines_no_loss(model: keras.Model) -> bool:
 
 
 def _source(source: Any, split: str) -> Any:
-    if not isinstance(source, tf.data.Dataset) and hasattr(source, "dataset"):
-        source = source.dataset
+    if not isinstance(source, tf.data.Dataset):
+        # texkit data: make_dataset(input_context) reads this worker's shard, afresh each call.
+        make = getattr(source, "make_dataset", None)
+        source = make if callable(make) else getattr(source, "dataset", source)
     if isinstance(source, tf.data.Dataset) or callable(source):
         return source
     raise TypeError(
         f"data split {split!r}: expected a tf.data.Dataset, a function input_context -> Dataset "
-        f"or an object with a .dataset, got {type(source).__name__}"
+        f"or texkit data (make_dataset or .dataset), got {type(source).__name__}"
     )
 
 
