@@ -176,8 +176,9 @@ except ValueError as error:
         (16, None, "compiled True 2"),
         (15, None, "global batch of 15 is not divisible by the 2 replicas"),
         (16, True, "'run.jit_compile': Keras cannot compile its distributed train step with XLA"),
+        (16, "spe", "'run.steps_per_execution': 5 steps per execution under "),
     ],
-    ids=["ready", "uneven_batch", "jit_compile"],
+    ids=["ready", "uneven_batch", "jit_compile", "steps_per_execution"],
 )
 def test_the_check_under_multi_worker_sees_each_replicas_batch(
     tmp_path, batch_size, jit_compile, expected
@@ -187,6 +188,10 @@ def test_the_check_under_multi_worker_sees_each_replicas_batch(
     hparams = experiment("", jit_compile=jit_compile)
     hparams["distribution"] = {"type": "multi_worker"}
     hparams["data"]["hparams"] = {"batch_size": batch_size}
+    if jit_compile == "spe":
+        # Several steps per execution across workers need batches of fixed shapes.
+        hparams["run"].update(jit_compile=None, steps_per_execution=5, checkpoint_every_steps=20)
+        hparams["data"]["hparams"]["drop_remainder"] = False
     workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
     processes = [
         subprocess.Popen(

@@ -58,12 +58,14 @@ def as_text(features: dict) -> list[str]:
         "batch_size": 16,
         "seed": 0,
         "per_replica": False,
+        "drop_remainder": True,
         "name": "toy_data",
     }
 )
 def toy_data(hparams):
     """Train, eval and test splits; ``per_replica`` gives the train split as a function of the
-    input context whose replicas each take their slice of the same global batches."""
+    input context whose replicas each take their slice of the same global batches;
+    ``drop_remainder: false`` leaves the batch dimension unknown (as in tf.data)."""
     splits = {
         name: make_examples(hparams.num_examples, hparams.vocab_size, hparams.max_seq_length, seed)
         for name, seed in (
@@ -77,7 +79,7 @@ def toy_data(hparams):
         dataset = tf.data.Dataset.from_tensor_slices(splits[name])
         if shuffle:
             dataset = dataset.shuffle(hparams.num_examples, seed=hparams.seed)
-        return dataset.batch(hparams.batch_size, drop_remainder=True)
+        return dataset.batch(hparams.batch_size, drop_remainder=hparams.drop_remainder)
 
     train = global_batches("train", shuffle=True)
     if hparams.per_replica:
