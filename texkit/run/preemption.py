@@ -8,14 +8,15 @@ of ``checkpoint_every_steps``), and :class:`Preempted` is raised; ``texkit train
 with :data:`EXIT_CODE` (75). Started again with the same command, the run resumes at that step
 and loses none.
 
-Why not TensorFlow's ``tf.distribute.experimental.PreemptionCheckpointHandler``: in TensorFlow
-2.21 it acts on SIGTERM only on GCP GPU VMs and under a cluster resolver it recognises (nothing
-on CPU VMs or Cloud TPU VMs, so not on the machines texkit tests on), has no integration with
-Keras 3's ``fit`` (it wants to run the train step itself), probes the GCE metadata server,
-saves one step after the signal, adds a variable of its own to the checkpoint (which then no
-longer matches a run without it), and exits the process with code 42 itself. A signal handler
-that sets a flag, and a Keras callback that acts on it between steps, do the same within
-``fit``, on every machine, with texkit's own checkpoints.
+Why not TensorFlow's ``tf.distribute.experimental.PreemptionCheckpointHandler`` (read in
+TensorFlow 2.21, ``failure_handling.py``): it runs each step through its own ``run(train_fn)``,
+which Keras 3's ``fit`` does not call; it decides what to watch by probing the GCE metadata
+server: on GCP GPU and CPU VMs it polls that server for a maintenance event instead of catching
+SIGTERM, elsewhere it catches SIGTERM; it adds a variable of its own (the number of checkpointed
+runs) to the checkpoint, which then no longer matches one written without it; and after saving
+it ends the process itself (with exit code 42 outside GCP). A signal handler that sets a flag, and
+a Keras callback that acts on it between steps, do the same inside ``fit``, on every machine,
+with texkit's own checkpoints and exit code.
 
 Agreement across workers: under ``multi_worker`` the signal may reach one worker only, or the
 workers at different steps. After each execution every worker adds its flag to the others' (one
