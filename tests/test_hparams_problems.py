@@ -4,6 +4,8 @@ A config is checked in full before it fails: the one ``HParamsError`` lists ever
 its key path (the first 20 shown), so a user coming from Texar fixes a config in one run.
 """
 
+import random
+
 import pytest
 
 import texkit as tx
@@ -162,3 +164,29 @@ def test_cli_prints_every_problem_in_one_message(capsys):
     err = capsys.readouterr().err
     assert "3 problems" in err and "'dimm'" in err and "'dropout_rate'" in err and "'nme'" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "kwargs, says",
+    [
+        ({"minval": "a"}, "Cast string to float"),
+        ({"stddev": "x"}, "Cannot convert 'x'"),
+        ({"mode": "bogus"}, "Invalid `mode` argument: bogus"),
+    ],
+)
+def test_initializer_values_are_tried_when_validated_not_when_the_layer_is_built(kwargs, says):
+    initializer = {"type": "TruncatedNormal" if "stddev" in kwargs else "RandomUniform"}
+    if "mode" in kwargs:
+        initializer = {"type": "VarianceScaling"}
+    with pytest.raises(HParamsError, match=f"initializer.kwargs.*{says}") as error:
+        tx.modules.WordEmbedder(
+            vocab_size=10, hparams={"initializer": {**initializer, "kwargs": kwargs}}
+        )
+    assert error.value.path == "initializer.kwargs"
+    # Values that work are kept as given (the trial's seed is not added), and the trial drew
+    # nothing from Python's random state (from which Keras seeds unseeded initializers).
+    state = random.getstate()
+    good = {"type": "RandomUniform", "kwargs": {"minval": -0.5, "maxval": 0.5}}
+    merged = HParams({"initializer": good}, tx.modules.WordEmbedder.default_hparams())
+    assert random.getstate() == state
+    assert merged.initializer.kwargs.todict() == {"minval": -0.5, "maxval": 0.5, "seed": None}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -278,4 +279,45 @@ def _merge_type_kwargs(user: Mapping, default: Mapping, path: str, allow_new: bo
             )
     problems.raise_if_any()
     kwargs = {**default_kwargs, **to_plain(user_kwargs)}
+    if user_kwargs or obj is not default_obj:
+        failure = _try_out(obj, kwargs)
+        if failure is not None:
+            problems.add(f"{name} with these kwargs fails: {failure}", kwargs_path)
+            problems.raise_if_any()
     return {"type": name, "kwargs": kwargs, **merged}
+
+
+def _try_out(obj: Any, kwargs: dict) -> str | None:
+    """Makes the initializer, regularizer or constraint ``obj(**kwargs)`` and applies it to a
+    2 x 2 input; returns the first line of the error if that fails, else None.
+
+    Their values (an initializer's ``minval: "a"``, a string ``stddev``) are otherwise checked
+    only when a layer is built, far from the key. Random initializers get ``seed: 0`` unless
+    one is given, so that the trial draws on no global random state. Layers are not made (that
+    would number their default names), nor any other class.
+    """
+    import keras
+    import tensorflow as tf
+
+    kinds = (
+        keras.initializers.Initializer,
+        keras.regularizers.Regularizer,
+        keras.constraints.Constraint,
+    )
+    if not (isinstance(obj, type) and issubclass(obj, kinds)):
+        return None
+    trial = dict(kwargs)
+    if trial.get("seed") is None and "seed" in (accepted_kwargs(obj) or ()):
+        trial["seed"] = 0
+    try:
+        with tf.init_scope():
+            instance = obj(**trial)
+            if issubclass(obj, keras.initializers.Initializer):
+                instance(shape=(2, 2), dtype="float32")
+            else:
+                instance(tf.ones((2, 2)))
+    except Exception as error:  # noqa: BLE001 - any failure of the user's values is reported
+        line = (str(error).strip().splitlines() or [""])[0]
+        line = re.sub(r"\{\{[^}]*\}\}|\[Op:\w+\].*$", "", line).strip()
+        return (line or type(error).__name__)[:200]
+    return None
