@@ -4,6 +4,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 import tensorflow as tf
 import yaml
 
@@ -303,3 +304,75 @@ def test_a_checkpoint_that_cannot_be_written_is_one_line_and_nothing_of_the_user
     assert main(["train", config, "run.train_steps=20", "--include", TOY]) == 0
     assert not stale.exists() and (mine / "notes.txt").exists()
     assert (model_dir / "ckpt-20.index").exists()
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    """A toy run of 20 steps, its record, and files and folders to misuse."""
+    from tests.run.toy_experiment import toy_experiment
+
+    folder = tmp_path_factory.mktemp("misuse")
+    config = folder / "experiment.yaml"
+    config.write_text(yaml.safe_dump(toy_experiment(str(folder / "model"), train_steps=20)))
+    assert main(["train", str(config), "--include", TOY]) == 0
+    (folder / "served").mkdir()
+    (folder / "served" / "keep.txt").write_text("a user's file")
+    (folder / "afile").write_text("a user's file")
+    return folder
+
+
+# (command line with {run} for the run's folder, exit code, what stderr must say). Exit 2: a
+# mistake in the command or the config, found before anything runs or is written.
+MISUSES = [
+    ("", 2, "the following arguments are required: command"),
+    ("frobnicate", 2, "invalid choice: 'frobnicate'"),
+    ("train", 2, "the following arguments are required: config"),
+    ("train {run}/missing.yaml", 2, "hparams file not found: {run}/missing.yaml"),
+    ("train {run}", 2, "is a directory; give the YAML file"),
+    ("train {run}/experiment.yaml --include {run}/missing.py", 2, "--include: no such file"),
+    ("train {run}/experiment.yaml --include {run}/experiment.yaml", 2, "is not a Python file"),
+    ("train {run}/experiment.yaml run.train_steps", 2, "must have the form key=value"),
+    ("train {run}/experiment.yaml run.train_stpes=9", 2, "'run.train_stpes'"),
+    ("train {run}/experiment.yaml run.train_steps=abc", 2, "'run.train_steps': expected int"),
+    ("train {run}/experiment.yaml model.type=os.system", 2, "refusing type 'os.system'"),
+    ("train {run}/experiment.yaml distribution.type=bogus", 2, "'distribution.type'"),
+    ("train {run}/experiment.yaml run.model_dir={run}/afile", 2, "is a file; give a folder"),
+    ("train {run}/experiment.yaml --checkpoint x", 2, "unrecognized arguments: --checkpoint"),
+    ("evaluate {run}/model/hparams.yaml --checkpoint {run}/model/ckpt-9", 2, "does not exist"),
+    ("evaluate {run}/model/hparams.yaml --checkpoint {run}/model", 2, "not a texkit checkpoint"),
+    ("evaluate {run}/model/hparams.yaml --split nosuch", 2, "--split: the data has no 'nosuch'"),
+    ("predict {run}/model/hparams.yaml --split nosuch --output {run}/p.jsonl", 2, "no 'nosuch'"),
+    ("evaluate {run}/experiment.yaml run.model_dir={run}/empty", 2, "no checkpoint in"),
+    ("predict {run}/model/hparams.yaml --output {run}", 2, "is a directory; give a file path"),
+    (
+        "export {run}/model/hparams.yaml --output {run}/served",
+        2,
+        "is not empty and is not a SavedModel",
+    ),
+    ("export {run}/model/hparams.yaml --output {run}/afile", 2, "is a file; give a folder path"),
+    ("hparams WordEmbedder dim=-3", 2, "'dim': expected a positive int, got -3"),
+    ("hparams os.system", 2, "refusing"),
+    ("migrate {run}/missing.py --model x", 2, "missing.py does not exist"),
+]
+
+
+@pytest.mark.parametrize("command, code, says", MISUSES, ids=[m[0] or "nothing" for m in MISUSES])
+def test_a_misused_command_is_one_clear_line_and_changes_nothing(
+    trained_run, capsys, command, code, says
+):
+    run = str(trained_run)
+    argv = [part.format(run=run) for part in command.split()]
+    if argv and argv[0] in ("train", "evaluate", "predict", "export") and "--include" not in argv:
+        argv += ["--include", TOY]
+    before = sorted(os.listdir(trained_run)), sorted(os.listdir(trained_run / "model"))
+    try:
+        result = main(argv)
+    except SystemExit as exit:  # argparse's own errors: its usage line, then the error
+        result = exit.code
+    error = capsys.readouterr().err
+    assert result == code, error
+    assert says.format(run=run) in error and "Traceback" not in error, error
+    if not error.startswith("usage:"):
+        assert error.count("\n") == 1, error
+    assert (sorted(os.listdir(trained_run)), sorted(os.listdir(trained_run / "model"))) == before
+    assert (trained_run / "served" / "keep.txt").read_text() == "a user's file"

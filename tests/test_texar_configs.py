@@ -201,4 +201,5 @@ def test_migrate_names_every_problem_and_texar_names(tmp_path, capsys):
     assert "2 problems" in err and "model.hparams.embedder.dimm" in err
     assert "model.hparams.decoder.output_layer_bias" in err and "Traceback" not in err
     assert main(["migrate", str(tmp_path / "missing.py"), "--model", "seq2seq_attn_modules"]) == 2
-    assert "no such file" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "missing.py does not exist" in err and err.count("texkit migrate") == 1, err

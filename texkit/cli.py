@@ -169,10 +169,19 @@ def _experiment(args: argparse.Namespace) -> Any:
     return run.validate_experiment(apply_overrides(user, args.overrides))
 
 
-def _trainer(hparams: Any, checkpoint: str | None, restore: bool) -> Any:
+def _trainer(
+    hparams: Any, checkpoint: str | None, restore: bool, args: argparse.Namespace | None = None
+) -> Any:
     from texkit import run
+    from texkit.run.export import check_export_path
 
     trainer = run.Trainer.from_hparams(hparams)
+    # The command's own arguments are checked before a checkpoint is read.
+    split = getattr(args, "split", None)
+    if split is not None and split not in trainer.data:
+        raise KeyError(f"--split: the data has no {split!r} split; it has {sorted(trainer.data)}")
+    if args is not None and args.command == "export":
+        check_export_path(args.output, args.overwrite)
     if restore:
         step = trainer.restore(checkpoint)
         print(
@@ -202,7 +211,7 @@ def _run_command(args: argparse.Namespace) -> int:
             result["eval"] = trainer.evaluate("eval")
         print(json.dumps(result))
         return 0
-    trainer = _trainer(hparams, args.checkpoint, restore=True)
+    trainer = _trainer(hparams, args.checkpoint, restore=True, args=args)
     if args.command == "evaluate":
         print(json.dumps({"step": trainer.step, args.split: trainer.evaluate(args.split)}))
     elif args.command == "predict":

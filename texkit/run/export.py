@@ -50,7 +50,7 @@ def check_export_path(path: str, overwrite: bool = False) -> bool:
     if not tf.io.gfile.exists(path):
         return False
     if not tf.io.gfile.isdir(path):
-        raise FileExistsError(f"export: {path!r} is a file; give a folder path for the SavedModel")
+        raise FileExistsError(f"{path!r} is a file; give a folder path for the SavedModel")
     entries = _entries(path)
     if not entries:
         return False
@@ -58,13 +58,13 @@ def check_export_path(path: str, overwrite: bool = False) -> bool:
     if others or "saved_model.pb" not in entries and "saved_model.pbtxt" not in entries:
         shown = ", ".join(repr(name) for name in (others or entries)[:3])
         raise FileExistsError(
-            f"export: {path!r} is not empty and is not a SavedModel (it holds {shown}"
+            f"{path!r} is not empty and is not a SavedModel (it holds {shown}"
             f"{', ...' if len(others or entries) > 3 else ''}); texkit never deletes a folder it "
             "did not write: choose a new or empty output folder"
         )
     if not overwrite:
         raise FileExistsError(
-            f"export: {path!r} already holds a SavedModel; pass overwrite=True (the command's "
+            f"{path!r} already holds a SavedModel; pass overwrite=True (the command's "
             "--overwrite) to replace it, or choose a new output folder"
         )
     return True

@@ -107,9 +107,9 @@ def load_texar_config(path: str | os.PathLike) -> dict[str, Any]:
     """
     path = os.path.abspath(os.fspath(path))
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"texkit migrate: no such file: {path}")
+        raise FileNotFoundError(f"the Texar config {path} does not exist")
     if not path.endswith(".py"):
-        raise ValueError(f"texkit migrate: {path} is not a Python config file (.py)")
+        raise ValueError(f"the Texar config {path} is not a Python file (.py)")
     name = "texkit_texar_config_" + os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
