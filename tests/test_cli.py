@@ -1,8 +1,11 @@
+import ctypes
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 import tensorflow as tf
@@ -376,3 +379,48 @@ def test_a_misused_command_is_one_clear_line_and_changes_nothing(
         assert error.count("\n") == 1, error
     assert (sorted(os.listdir(trained_run)), sorted(os.listdir(trained_run / "model"))) == before
     assert (trained_run / "served" / "keep.txt").read_text() == "a user's file"
+
+
+def _without_root_overrides():
+    """In the child, before exec: give up root's power to write where permissions forbid
+    (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), as an ordinary user has not got it."""
+    if os.geteuid() != 0:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_capbset_drop, cap_dac_override, cap_dac_read_search = 24, 1, 2
+    for capability in (cap_dac_override, cap_dac_read_search):
+        if libc.prctl(pr_capbset_drop, capability, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
+
+
+def test_a_read_only_model_dir_is_one_line_before_training():
+    # Root writes anywhere: as root, the command runs without that power.
+    from tests.run.toy_experiment import toy_experiment
+
+    folder = tempfile.mkdtemp(prefix="texkit-read-only-")
+    try:
+        os.chmod(folder, 0o755)
+        model_dir = os.path.join(folder, "model")
+        os.mkdir(model_dir, 0o555)
+        os.chmod(model_dir, 0o555)
+        config = os.path.join(folder, "experiment.yaml")
+        with open(config, "w") as f:
+            f.write(yaml.safe_dump(toy_experiment(model_dir)))
+        os.chmod(config, 0o644)
+
+        result = subprocess.run(
+            [sys.executable, "-m", "texkit.cli", "train", config, "--include", TOY],
+            env={**os.environ, "HOME": folder, "PYTHONDONTWRITEBYTECODE": "1"},
+            preexec_fn=_without_root_overrides,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert result.returncode == 2, result.stderr
+        last = result.stderr.strip().splitlines()[-1]
+        assert "'run.model_dir'" in last and "cannot write in" in last, result.stderr
+        assert "Traceback" not in result.stderr
+        assert os.listdir(model_dir) == []
+    finally:
+        os.chmod(os.path.join(folder, "model"), 0o755)
+        shutil.rmtree(folder)
