@@ -145,7 +145,10 @@ class Trainer:
     Args:
         model_fn: ``() -> keras.Model``, called inside the strategy's scope and the run's
             precision policy. The model defines its loss through ``compute_loss`` (or
-            ``add_loss``), or ``run.loss`` names a Keras loss.
+            ``add_loss``), or ``run.loss`` names a Keras loss. A model's own ``compute_loss``
+            returns the mean loss of the batch it is given; under several replicas the Trainer
+            divides it by their number, as Keras does for the losses it computes itself (so it
+            should not also return Keras' ``compute_loss`` of a compiled loss).
         data: a :class:`texkit.run.Data` or a mapping of split names (``train``, ``eval``,
             ``test``) to datasets; see :class:`texkit.run.Data` for what a split may be.
         hparams: experiment hparams (:func:`texkit.run.default_experiment_hparams`); the
