@@ -58,11 +58,7 @@ _NO_KERNEL = re.compile(
     r"No registered '([\w>]+)' OpKernel for (\w+) devices compatible with node \{\{node ([^}]+)\}\}"
 )
 # Strategies whose variables are per replica: their step compiles only in a replica context.
-_REPLICATED = (
-    tf.distribute.MirroredStrategy,
-    tf.distribute.MultiWorkerMirroredStrategy,
-    tf.distribute.TPUStrategy,
-)
+_REPLICATED = (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy)
 
 
 def _flatten_with_paths(structure: Any, prefix: str) -> list[tuple[str, Any]]:
@@ -210,6 +206,11 @@ def check_replica_step(
         ValueError: naming the op that has no XLA kernel, makes a string or a data-dependent
             shape.
     """
+    if isinstance(strategy, tf.distribute.TPUStrategy):
+        raise ValueError(
+            "under 'tpu' the TPU compiles the step at its first call; run the check before, "
+            "on any machine, under 'default' or 'mirrored' (the same per-replica batch)"
+        )
     batch = _zeros(spec)
     if not isinstance(strategy, _REPLICATED):
         with strategy.scope():
