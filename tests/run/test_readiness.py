@@ -21,7 +21,8 @@ from .test_trainer import NO_DROPOUT, _free_ports
 from .toy_experiment import toy_experiment as experiment
 
 MIRRORED = {"type": "mirrored", "devices": ["/cpu:0", "/cpu:1"]}
-STRATEGIES = [{"type": "default"}, MIRRORED]
+ONE_DEVICE = {"type": "one_device", "devices": ["/cpu:1"]}
+STRATEGIES = [{"type": "default"}, ONE_DEVICE, MIRRORED]
 
 
 def _trainer(distribution, per_replica=False, **run):

@@ -13,8 +13,8 @@ a TPU refuses. The check finds, on any machine and under any strategy:
 - a shape that depends on the data (``tf.where`` with one argument, ``tf.boolean_mask``,
   ``tf.unique``, ...), named with the op that makes it.
 
-Under a strategy with several replicas in sync (``mirrored``, ``multi_worker``), the replica's
-step is compiled in a replica context with the per-replica batch: its forward pass, loss and
+Under a strategy (``one_device``, ``mirrored``, ``multi_worker``), the replica's step is
+compiled in a replica context with the per-replica batch: its forward pass, loss and
 gradients (the model's ``compute_loss``), and then the optimizer's update alone on the same
 shapes. The cross-replica sum of the gradients between them is what every strategy inserts and
 XLA compiles everywhere; it is not part of what is compiled here. XLA cannot compile one function
@@ -57,8 +57,13 @@ DATA_DEPENDENT_OPS = frozenset(
 _NO_KERNEL = re.compile(
     r"No registered '([\w>]+)' OpKernel for (\w+) devices compatible with node \{\{node ([^}]+)\}\}"
 )
-# Strategies whose variables are per replica: their step compiles only in a replica context.
-_REPLICATED = (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy)
+# Strategies whose optimizer update needs a replica context (and, for all but one_device,
+# whose variables are per replica): their step compiles in a replica context.
+_REPLICATED = (
+    tf.distribute.OneDeviceStrategy,
+    tf.distribute.MirroredStrategy,
+    tf.distribute.MultiWorkerMirroredStrategy,
+)
 
 
 def _flatten_with_paths(structure: Any, prefix: str) -> list[tuple[str, Any]]:
@@ -196,11 +201,11 @@ def check_replica_step(
 ) -> str:
     """Compiles the step one replica runs on batches of ``spec`` with XLA; returns its HLO.
 
-    With one replica in sync the whole train step (``model.train_step``) is compiled. With
-    several, the replica's forward pass, loss and gradients are compiled in a replica context,
-    and the optimizer's update separately (``optimizer_fn()`` makes an optimizer like the
-    model's, applied to variables of the trainable weights' shapes); the HLO returned is the
-    replica's.
+    Under the default strategy the whole train step (``model.train_step``) is compiled. Under
+    ``one_device``, ``mirrored`` and ``multi_worker``, the replica's forward pass, loss and
+    gradients are compiled in a replica context, and the optimizer's update separately
+    (``optimizer_fn()`` makes an optimizer like the model's, applied to variables of the
+    trainable weights' shapes); the HLO returned is the replica's.
 
     Raises:
         ValueError: naming the op that has no XLA kernel, makes a string or a data-dependent
