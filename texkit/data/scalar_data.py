@@ -68,6 +68,11 @@ class ScalarField(Field):
         valid = tf.strings.regex_full_match(raw, _PATTERNS[self.hparams.data_type])
         text = tf.strings.strip(tf.where(valid, raw, "0"))
         if self.dtype == tf.int32:
+            # At most 18 digits (leading zeros aside) fit int64: longer ones are out of range
+            # before they are parsed (parsing them would fail naming neither file nor line).
+            fits = tf.strings.regex_full_match(text, r"[+-]?0*[0-9]{1,18}")
+            valid = tf.logical_and(valid, fits)
+            text = tf.where(fits, text, "0")
             wide = tf.strings.to_number(text, tf.int64)
             in_range = tf.logical_and(wide >= -(2**31), wide < 2**31)  # int32's range
             valid = tf.logical_and(valid, in_range)

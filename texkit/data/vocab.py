@@ -71,7 +71,18 @@ def _read_vocab_file(filename: str) -> list[str]:
     tokens = []
     for number, raw in enumerate(raw_lines, start=1):
         # Anything after a tab is ignored, so "token<TAB>count" files work as they are.
-        token = _decode(raw.rstrip(b"\r").split(b"\t", 1)[0], filename, number)
+        entry = raw.rstrip(b"\r").split(b"\t", 1)[0]
+        if b"\r" in entry:
+            raise ValueError(
+                f"{filename}:{number}: a carriage return inside the vocabulary entry (a file "
+                "with old Mac line ends?); one token per line, lines ending in \\n or \\r\\n"
+            )
+        if b"\x00" in entry:
+            raise ValueError(
+                f"{filename}:{number}: a NUL byte in the vocabulary entry (a UTF-16 file?); "
+                "vocabulary files are UTF-8"
+            )
+        token = _decode(entry, filename, number)
         if not token.strip():
             raise ValueError(f"{filename}:{number}: empty vocabulary entry")
         if token != token.strip():
