@@ -240,8 +240,12 @@ def assert_unchanged(model, before):
         np.testing.assert_array_equal(weight.numpy(), value, err_msg=weight.path)
 
 
-def tiny_encoder():
-    encoder = BERTEncoder({k: v for k, v in TINY.items() if k != "model_type"})
+def tiny_encoder(fmt="huggingface"):
+    """The tiny BERT of TINY; Google's release config's "gelu" is the tanh approximation."""
+    hparams = {k: v for k, v in TINY.items() if k != "model_type"}
+    if fmt == "google":
+        hparams["hidden_act"] = "gelu_new"
+    encoder = BERTEncoder(hparams)
     encoder.build((None, None))
     return encoder
 
@@ -441,7 +445,7 @@ def test_non_finite_weights_are_refused_unless_allowed(tmp_path, fmt):
     else:
         write_google_checkpoint(folder, state, TINY)
         name = "bert/encoder/layer_1/output/dense/bias"
-    encoder = tiny_encoder()
+    encoder = tiny_encoder(fmt)
     before = snapshot(encoder)
     with pytest.raises(CheckpointError, match=re.escape(f"'{name}' holds 2 NaN or infinite")):
         load_bert_checkpoint(encoder, folder)
@@ -461,7 +465,7 @@ def test_truncated_google_data_file_loads_nothing(tmp_path):
         content = f.read()
     with open(path, "wb") as f:
         f.write(content[: len(content) // 2])
-    encoder = tiny_encoder()
+    encoder = tiny_encoder("google")
     before = snapshot(encoder)
     with pytest.raises(CheckpointError, match="bert_model.ckpt"):
         load_bert_checkpoint(encoder, folder)
@@ -506,3 +510,17 @@ def test_a_user_model_around_the_encoder_is_left_to_keras_to_build(tmp_path):
     model.compile(optimizer="adam", loss="mse")
     model.fit(np.ones((4, 5), np.int32), np.zeros((4, 5, 3)), epochs=1, verbose=0)
     assert len(model.optimizer.variables) > 2 * len(model.encoder.weights)
+
+
+def test_loading_into_a_model_of_another_activation_is_refused_and_changes_nothing(minilm):
+    # MiniLM's weights fit a relu model exactly; only the folder's config says gelu.
+    hparams = minilm.hparams.todict()
+    relu = BERTEncoder({**hparams, "hidden_act": "relu"})
+    relu(tf.constant([[5, 6, 7]]))  # built
+    before = [w.numpy().copy() for w in relu.weights]
+    with pytest.raises(CheckpointError, match=r"config.json: the checkpoint's hidden_act='gelu'"):
+        tx.pretrained.load_checkpoint(relu, minilm_folder())
+    assert all(np.array_equal(a, w.numpy()) for a, w in zip(before, relu.weights, strict=True))
+    # The same architecture loads.
+    same = BERTEncoder(hparams)
+    assert tx.pretrained.load_checkpoint(same, minilm_folder()).loaded

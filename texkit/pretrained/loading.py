@@ -304,6 +304,30 @@ def _ensure_built(model: Any, module: Any, owners: Mapping[str, Any]) -> None:
             owner.build((None, None, module.output_size))
 
 
+def _check_config_against_module(
+    family: Family, fmt: Format, raw: Mapping, module: Any, path: str
+) -> None:
+    """Raises CheckpointError when the folder's config describes another architecture than the
+    built ``module`` (another activation or epsilon loads without a shape mismatch, and would
+    compute something else)."""
+    source = config_source(path, fmt)
+    config = hparams_from_config(family, raw, source, fmt)
+    ours = module.hparams.todict()
+    for key in family.architecture_keys:
+        if key in fmt.assumed:
+            continue
+        try:
+            mine, theirs = get_path(ours, key), get_path(config, key)
+        except (KeyError, TypeError):
+            continue
+        if mine != theirs:
+            raise CheckpointError(
+                f"{source}: the checkpoint's {key}={theirs!r}, but the model's is {mine!r}; "
+                "nothing was loaded (build the model with from_pretrained to take the "
+                "checkpoint's architecture)"
+            )
+
+
 def load_checkpoint(
     model: Any, path: str | os.PathLike, *, allow_non_finite: bool = False
 ) -> LoadReport:
@@ -323,9 +347,10 @@ def load_checkpoint(
         a :class:`~texkit.pretrained.LoadReport`.
 
     Raises:
-        CheckpointError: a folder of another family, a missing or unreadable file, a missing or
-            unknown variable, a shape mismatch, or non-finite values; the message names the
-            variables. The model is unchanged.
+        CheckpointError: a folder of another family, a config that describes another
+            architecture than the model's (e.g. another ``hidden_act``), a missing or
+            unreadable file, a missing or unknown variable, a shape mismatch, or non-finite
+            values; the message names the key or the variables. The model is unchanged.
     """
     path = resolve_checkpoint(path)
     family, module, owners = _parts(model)
@@ -335,6 +360,7 @@ def load_checkpoint(
             f"{path}: a {found_family.name} checkpoint ({_kind(raw)}), "
             f"but {type(module).__name__} loads {family.name} checkpoints"
         )
+    _check_config_against_module(family, fmt, raw, module, path)
     reader = _reader(path, family, fmt)
     _ensure_built(model, module, owners)
     report = LoadReport(format=fmt.name, family=family.name)
