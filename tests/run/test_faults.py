@@ -4,7 +4,6 @@ Every run here is a separate process (tests/run/train_job.py) training the toy e
 resumed runs must end with the weights of a run that was never interrupted.
 """
 
-import json
 import os
 import signal
 import subprocess
@@ -15,7 +14,8 @@ import numpy as np
 
 import texkit as tx
 
-from .test_trainer import NO_DROPOUT, _finish, _free_ports, _run_job, _start_step
+from .cluster import worker_environments
+from .test_trainer import NO_DROPOUT, _finish, _run_job, _start_step
 from .toy_experiment import toy_experiment as experiment
 
 
@@ -72,22 +72,7 @@ def test_without_run_preemption_sigterm_ends_the_process_as_usual(tmp_path):
 
 
 def _two_workers(hparams, tmp_path, name, **options):
-    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
-    processes = [
-        _run_job(
-            hparams,
-            tmp_path / f"{name}{index}.npz",
-            env={
-                "TF_CONFIG": json.dumps(
-                    {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
-                )
-            },
-            wait=False,
-            **options,
-        )
-        for index in range(2)
-    ]
-    return [_finish(process) for process in processes]
+    return [_finish(process) for process in _start_two_workers(hparams, tmp_path, name, **options)]
 
 
 def _multi_worker(model_dir, train_steps=40):
@@ -149,20 +134,9 @@ def test_texkit_train_sent_sigterm_from_outside_exits_75_with_a_checkpoint(tmp_p
 
 
 def _start_two_workers(hparams, tmp_path, name, **options):
-    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
     return [
-        _run_job(
-            hparams,
-            tmp_path / f"{name}{index}.npz",
-            env={
-                "TF_CONFIG": json.dumps(
-                    {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
-                )
-            },
-            wait=False,
-            **options,
-        )
-        for index in range(2)
+        _run_job(hparams, tmp_path / f"{name}{index}.npz", env=env, wait=False, **options)
+        for index, env in enumerate(worker_environments(2))
     ]
 
 

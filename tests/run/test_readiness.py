@@ -17,7 +17,8 @@ import tensorflow as tf
 
 import texkit as tx
 
-from .test_trainer import NO_DROPOUT, _free_ports
+from .cluster import worker_environments
+from .test_trainer import NO_DROPOUT
 from .toy_experiment import toy_experiment as experiment
 
 MIRRORED = {"type": "mirrored", "devices": ["/cpu:0", "/cpu:1"]}
@@ -193,22 +194,15 @@ def test_the_check_under_multi_worker_sees_each_replicas_batch(
         # Several steps per execution across workers need batches of fixed shapes.
         hparams["run"].update(jit_compile=None, steps_per_execution=5, checkpoint_every_steps=20)
         hparams["data"]["hparams"]["drop_remainder"] = False
-    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
     processes = [
         subprocess.Popen(
             [sys.executable, str(script), json.dumps({"hparams": hparams})],
-            env={
-                **os.environ,
-                "TF_CPP_MIN_LOG_LEVEL": "2",
-                "TF_CONFIG": json.dumps(
-                    {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
-                ),
-            },
+            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
         )
-        for index in range(2)
+        for env in worker_environments(2)
     ]
     for process in processes:
         output, _ = process.communicate(timeout=300)

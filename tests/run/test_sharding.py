@@ -22,7 +22,6 @@ import bisect
 import collections
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -32,6 +31,7 @@ import tensorflow as tf
 import texkit as tx
 from texkit.hparams import HParamsError
 
+from .cluster import worker_environments
 from .shard_job import example_ids
 
 JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shard_job.py")
@@ -430,31 +430,19 @@ def test_mirrored_strategy_reads_every_example_once_and_drops_the_global_remaind
             assert [len(ids) for step in steps for ids in step] == [4] * (2 * (count // 8))
 
 
-def _free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 def _run_workers(tmp_path, runs):
     """Runs shard_job.py as the 2 workers of a MultiWorkerMirroredStrategy; their outputs."""
-    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
     processes = []
-    for index in range(2):
+    for index, env in enumerate(worker_environments(2)):
         config = {
             "runs": runs,
             "ids_out": str(tmp_path / f"worker{index}.json"),
             "local_devices": 2,
         }
-        tf_config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
         processes.append(
             subprocess.Popen(
                 [sys.executable, JOB, json.dumps(config)],
-                env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "TF_CONFIG": json.dumps(tf_config)},
+                env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env},
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,

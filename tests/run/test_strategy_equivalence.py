@@ -9,7 +9,6 @@ thing the result must not depend on, and compares the two runs' weights: mixed p
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -20,6 +19,8 @@ import tensorflow as tf
 
 import texkit as tx
 
+from .cluster import worker_environments
+from .test_trainer import OwnLossModel
 from .toy_experiment import toy_experiment as experiment
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -145,27 +146,15 @@ np.savez(config["weights_out"], *[w.numpy() for w in trainer.model.weights])
 """
 
 
-def _free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 def _start_workers(hparams, folder):
     """Starts the two worker processes of one run on 127.0.0.1; returns them."""
-    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
     processes = []
-    for index in range(2):
-        tf_config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+    for index, env in enumerate(worker_environments(2)):
         config = {"hparams": hparams, "weights_out": str(folder / f"worker{index}.npz")}
         processes.append(
             subprocess.Popen(
                 [sys.executable, "-c", _WORKER, HERE, json.dumps(config)],
-                env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "TF_CONFIG": json.dumps(tf_config)},
+                env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env},
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
@@ -237,20 +226,6 @@ def test_steps_per_execution_under_two_worker_processes_equals_one_step_per_exec
     )
     assert _max_diff(start, weights[1]) > 1e-2
     assert _max_diff(weights[1], weights[5]) <= 1e-5
-
-
-class OwnLossModel(keras.Model):
-    """A model that computes its loss itself with plain ops, as texkit's examples do."""
-
-    def __init__(self):
-        super().__init__()
-        self.dense = keras.layers.Dense(1)
-
-    def call(self, inputs):
-        return self.dense(inputs)
-
-    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        return keras.ops.mean(keras.ops.square(y_pred[:, 0] - y))
 
 
 def test_a_models_own_loss_under_mirrored_equals_default():

@@ -8,7 +8,6 @@ loading an export) go through tests/run/train_job.py or a small script.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 
@@ -23,6 +22,7 @@ from texkit.run.experiment import EXPERIMENT_HPARAMS_DOC
 from texkit.run.run_config import RUN_HPARAMS_DOC
 
 from . import toy_experiment
+from .cluster import worker_environments
 from .toy_experiment import toy_experiment as experiment
 
 JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "train_job.py")
@@ -170,34 +170,14 @@ def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path):
         np.testing.assert_array_equal(resumed[key], whole[key])
 
 
-def _free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 def test_two_worker_processes_end_equal_to_one_process_with_the_same_global_batch(tmp_path):
     hparams = experiment(str(tmp_path / "multi"), train_steps=20, checkpoint_every_steps=10)
     hparams["model"]["hparams"] = NO_DROPOUT
     hparams["data"]["hparams"] = {"per_replica": True}
     hparams["distribution"] = {"type": "multi_worker"}
-    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
     processes = [
-        _run_job(
-            hparams,
-            tmp_path / f"worker{index}.npz",
-            env={
-                "TF_CONFIG": json.dumps(
-                    {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
-                )
-            },
-            wait=False,
-        )
-        for index in range(2)
+        _run_job(hparams, tmp_path / f"worker{index}.npz", env=env, wait=False)
+        for index, env in enumerate(worker_environments(2))
     ]
     for process in processes:
         code, output = _finish(process)
