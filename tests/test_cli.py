@@ -424,3 +424,13 @@ def test_a_read_only_model_dir_is_one_line_before_training():
     finally:
         os.chmod(os.path.join(folder, "model"), 0o755)
         shutil.rmtree(folder)
+
+
+def test_a_builders_own_error_names_the_builder_and_its_section(tmp_path, capsys):
+    config = _write_experiment(tmp_path)
+    # The toy data builder does not check its batch size; TensorFlow's error alone would not
+    # say where the -1 came from.
+    assert main(["train", config, "data.hparams.batch_size=-1", "--include", TOY]) == 2
+    error = capsys.readouterr().err
+    assert "the data builder 'toy_data' failed with its data.hparams:" in error, error
+    assert "Traceback" not in error and error.count("\n") == 1, error

@@ -221,8 +221,14 @@ class Trainer:
         # Multi-worker collectives must be set up before the data touches TensorFlow.
         strategy = _strategy(hp)
         _seed(hp)  # before the data, whose shuffling draws on TensorFlow's global seed
-        data = data_fn(hp.data.hparams)
-        return cls(lambda: model_builder(hp.model.hparams, data), data, hp, strategy=strategy)
+        with _naming_the_builder(hp.data.type, "data"):
+            data = data_fn(hp.data.hparams)
+
+        def model_fn() -> keras.Model:
+            with _naming_the_builder(hp.model.type, "model"):
+                return model_builder(hp.model.hparams, data)
+
+        return cls(model_fn, data, hp, strategy=strategy)
 
     # -- building --------------------------------------------------------------------------------
 
@@ -618,6 +624,23 @@ class Trainer:
             lambda s: tf.TensorSpec([None, *s.shape[1:]], s.dtype, name=s.name),
             self._features_spec(),
         )
+
+
+@contextlib.contextmanager
+def _naming_the_builder(name: str, section: str) -> Iterator[None]:
+    """A builder's own ValueError or TypeError (not an HParamsError, which names its key) says
+    which builder and section it came from."""
+    try:
+        yield
+    except HParamsError:
+        raise
+    except (ValueError, TypeError) as error:
+        message = f"the {section} builder {name!r} failed with its {section}.hparams: {error}"
+        try:
+            named = type(error)(message)
+        except Exception:  # noqa: BLE001 - a type that takes other arguments
+            named = ValueError(message)
+        raise named from error
 
 
 def _zeros_like_spec(spec: Any) -> Any:
