@@ -11,3 +11,5 @@ _cpus = tf.config.list_physical_devices("CPU")
 tf.config.set_logical_device_configuration(
     _cpus[0], [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()]
 )
+
+from tests.hostile import sandbox  # noqa: E402, F401 - the fixture of tests/hostile.py

@@ -6,12 +6,23 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-__all__ = ["HParamsError", "Problems", "check_depth", "hparams_scope", "join_path"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_DIGITS",
+    "HParamsError",
+    "Problems",
+    "check_depth",
+    "hparams_scope",
+    "join_path",
+]
 
 # The most problems one HParamsError lists; the others are counted.
 MAX_LISTED = 20
 # The deepest nesting of dicts and lists a config may have (real ones use under ten levels).
 MAX_DEPTH = 64
+# The most digits an integer in a config or a file texkit reads may have: sizes and ids have
+# under 20; Python's own limit (4,300) fails without naming the key or file.
+MAX_DIGITS = 30
 
 
 def check_depth(value: Any, what: str = "hparams") -> None:
