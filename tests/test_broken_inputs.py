@@ -1,6 +1,7 @@
 """The corpus of broken inputs (``tests/fixtures/broken``): every item read with texkit's own API
 gives the outcome its row of ``expected.yaml`` says, and the committed files are exactly what
-``make_corpus.py`` writes.
+``make_corpus.py`` writes. Items that would hang or exhaust memory were texkit to regress
+(``hostile: true``) are read in the sandbox (tests/hostile.py).
 
 Successful reads are checked against what the rows spell out (tokens, label values) and, for
 checkpoints, against the tensors in the file, not against texkit's own tables. A failed
@@ -208,6 +209,59 @@ def check_checkpoint(item: dict, built_encoder, monkeypatch) -> None:
         assert_loaded(into_built, report, built_encoder, folder)
 
 
+def checkpoint_outcomes(folder: str, valid: str) -> dict:
+    """A sandbox case (tests/hostile.py): what ``BERTEncoder.from_pretrained(folder)`` and
+    ``load_checkpoint`` of ``folder`` into a BERTEncoder made from ``valid`` do, as JSON
+    values: the error's class names and message, whether a BERTEncoder was made before the
+    first error, whether the built encoder's weights are unchanged after the second."""
+    outcomes: dict = {}
+    made = []
+    original_init = BERTEncoder.__init__
+
+    def counting_init(self, *args, **kwargs):
+        made.append(1)
+        original_init(self, *args, **kwargs)
+
+    BERTEncoder.__init__ = counting_init
+    try:
+        BERTEncoder.from_pretrained(folder)
+        outcomes["expect"] = {"returned": True}
+    except Exception as error:  # noqa: BLE001 - every outcome is reported
+        outcomes["expect"] = {"error": [k.__name__ for k in type(error).__mro__],
+                              "message": str(error), "builds": bool(made)}  # fmt: skip
+    finally:
+        BERTEncoder.__init__ = original_init
+    encoder = BERTEncoder.from_pretrained(valid)
+    before = snapshot(encoder)
+    try:
+        load_checkpoint(encoder, folder)
+        outcomes["load_into_built"] = {"returned": True}
+    except Exception as error:  # noqa: BLE001 - every outcome is reported
+        after = snapshot(encoder)
+        unchanged = after.keys() == before.keys() and all(
+            np.array_equal(after[path], value) for path, value in before.items()
+        )
+        outcomes["load_into_built"] = {"error": [k.__name__ for k in type(error).__mro__],
+                                       "message": str(error), "unchanged": unchanged}  # fmt: skip
+    return outcomes
+
+
+def check_hostile_checkpoint(item: dict, sandbox) -> None:
+    """A hostile item's two reads, in the sandbox; both must fail as the table says."""
+    got = sandbox.run(checkpoint_outcomes, corpus_path(item["path"]),
+                      corpus_path("checkpoints/valid")).value  # fmt: skip
+    assert got is not None, "the case itself failed"
+    for part in ("expect", "load_into_built"):
+        want, outcome = item[part], got[part]
+        assert "error" in want, f"{part}: a hostile item's reads must fail"
+        assert "error" in outcome, f"{part}: no error"
+        assert want["error"] in outcome["error"], f"{part}: {outcome}"
+        for text in want["message"]:
+            assert text in outcome["message"], f"{text!r} is not in: {outcome['message']}"
+    assert got["expect"]["builds"] == item["expect"]["builds"]
+    assert got["load_into_built"]["unchanged"], "a failed load changed the model"
+
+
 def table_rows() -> list:
     """The items, those with a ``known_issue`` as strict xfails."""
     rows = []
@@ -224,6 +278,8 @@ def test_broken_input_gives_its_expected_outcome(item, request, monkeypatch):
         check_dataset(item)
     elif item["read"] == "Vocab":
         check_vocab(item)
+    elif item["read"] == "from_pretrained" and item.get("hostile"):
+        check_hostile_checkpoint(item, request.getfixturevalue("sandbox"))
     elif item["read"] == "from_pretrained":
         check_checkpoint(item, request.getfixturevalue("built_encoder"), monkeypatch)
     else:

@@ -281,6 +281,18 @@ def _check(hp: Any) -> None:
     check_positive_int(hp, "num_decoder_layers", optional=True)
     check_rate(hp, "dropout_rate")
     check_positive(hp, "layer_norm_epsilon", "initializer_factor")
+    if not hp.layer_norm_epsilon < 1:
+        raise HParamsError(
+            f"expected an epsilon between 0 and 1, got {hp.layer_norm_epsilon!r}",
+            "layer_norm_epsilon",
+        )
+    for key in ("decoder_start_token_id", "eos_token_id", "pad_token_id"):
+        token = hp[key]
+        if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < hp.vocab_size:
+            raise HParamsError(
+                f"expected a token id, an int in [0, vocab_size={hp.vocab_size}), got {token!r}",
+                key,
+            )
     if hp.feed_forward_proj not in _FEED_FORWARD:
         raise HParamsError(
             f"expected one of {sorted(_FEED_FORWARD)}, got {hp.feed_forward_proj!r}",

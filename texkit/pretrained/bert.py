@@ -31,7 +31,6 @@ BERT's functions of earlier releases (:func:`load_bert_checkpoint`, :func:`read_
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -39,8 +38,12 @@ from typing import Any
 
 import tensorflow as tf
 
+import texkit.files
 from texkit import registry
 from texkit.data.tokenizers import BERTTokenizer, GPT2BPETokenizer, SentencePieceTokenizer
+from texkit.hparams import HParamsError
+from texkit.hparams import core as hparams_core
+from texkit.hparams.rules import short
 from texkit.modules.bert_heads import BERTPretrainer
 from texkit.modules.classifiers import BERTClassifier
 from texkit.modules.encoders import (
@@ -108,7 +111,8 @@ def _absolute_positions(config: Mapping, source: str) -> None:
     position_type = config.get("position_embedding_type", "absolute")
     if position_type != "absolute":
         raise CheckpointError(
-            f"{source}: position_embedding_type {position_type!r} is not supported (absolute only)"
+            f"{source}: position_embedding_type {short(position_type)} is not supported "
+            "(absolute only)"
         )
 
 
@@ -140,7 +144,8 @@ def _keras_hub_config(config: dict) -> dict:
     arguments = config.get("config")
     if not isinstance(arguments, Mapping):
         raise CheckpointError(
-            "KerasHub config.json: expected the backbone's arguments as an object under 'config'"
+            "a KerasHub preset's config: expected the backbone's arguments as an object under "
+            "'config'"
         )
     translated = {new: arguments[old] for old, new in _KERAS_HUB_KEYS.items() if old in arguments}
     if "dropout" in arguments:
@@ -151,7 +156,8 @@ def _keras_hub_config(config: dict) -> dict:
     return translated
 
 
-_ELECTRA_LAYER = re.compile(r"^electra/encoder/layer_(\d+)/")
+# At most six digits: a longer index is no layer texkit builds (the checks before building say so).
+_ELECTRA_LAYER = re.compile(r"^electra/encoder/layer_(\d{1,6})/")
 
 
 def _electra_config_from_shapes(shapes: Mapping[str, list[int]], source: str) -> dict:
@@ -190,10 +196,19 @@ def _electra_config_from_shapes(shapes: Mapping[str, list[int]], source: str) ->
 def _albert_variants(config: Mapping, source: str) -> None:
     """Options of Google's ALBERT code that change the network from the released layout."""
     _absolute_positions(config, source)
+    layers, most = config.get("num_hidden_layers"), hparams_core.MAX_LAYERS
+    if isinstance(layers, int) and not isinstance(layers, bool) and not 1 <= layers <= most:
+        # The weights hold one block whatever the count, so only the count can be checked.
+        raise CheckpointError(
+            f"{source}: num_hidden_layers={layers!r}: texkit applies a block 1 to {most} times "
+            "(nothing was built)"
+        )
     for key, plain in (("net_structure_type", 0), ("gap_size", 0), ("num_memory_blocks", 0),
                        ("down_scale_factor", 1), ("layers_to_keep", [])):  # fmt: skip
         if key in config and config[key] != plain:
-            raise CheckpointError(f"{source}: {key}={config[key]!r} is not supported ({plain!r})")
+            raise CheckpointError(
+                f"{source}: {key}={short(config[key])} is not supported ({plain!r})"
+            )
 
 
 def _rows(
@@ -209,6 +224,8 @@ def _rows(
         if part == "nsp":
             return list(NSP_HEAD)
         heads = hparams[heads_key] if heads_key else None
+        if heads_key and (isinstance(heads, bool) or not isinstance(heads, int) or heads < 1):
+            raise HParamsError(f"expected a positive int, got {short(heads)}", heads_key)
         projection = True
         if projected_when_sizes_differ:
             projection = hparams["embedding_size"] != hparams["hidden_size"]
@@ -244,17 +261,34 @@ _BERT_ARCHITECTURE = (
     "type_vocab_size",
     "layer_norm_eps",
 )
+
+
+def _block_sized(hidden: str, inner: str) -> tuple:
+    """The sized weights of a BERT-family block: the attention's four projections and the
+    feed-forward network's two."""
+    attention = tuple(
+        ((hidden, hidden), f"blocks.0.self_attention.{part}.kernel")
+        for part in ("query", "key", "value", "output_dense")
+    )
+    return (
+        *attention,
+        ((hidden, inner), "blocks.0.ffn_inner.kernel"),
+        ((inner, hidden), "blocks.0.ffn_output.kernel"),
+    )
+
+
 _BERT_SIZED = (
     (("vocab_size", "hidden_size"), "word_embedder.embedding"),
     (("type_vocab_size", "hidden_size"), "segment_embedder.embedding"),
     (("max_position_embeddings", "hidden_size"), "position_embedder.embedding"),
-    (("hidden_size", "intermediate_size"), "blocks.0.ffn_inner.kernel"),
+    *_block_sized("hidden_size", "intermediate_size"),
 )
 _FACTORIZED_SIZED = (
     (("vocab_size", "embedding_size"), "word_embedder.embedding"),
     (("type_vocab_size", "embedding_size"), "segment_embedder.embedding"),
     (("max_position_embeddings", "embedding_size"), "position_embedder.embedding"),
-    (("hidden_size", "intermediate_size"), "blocks.0.ffn_inner.kernel"),
+    (("embedding_size", "hidden_size"), "embedding_projection.kernel"),
+    *_block_sized("hidden_size", "intermediate_size"),
 )
 
 BERT = register_family(
@@ -280,6 +314,7 @@ BERT = register_family(
                 re.compile(r"^layers/"),
                 _keras_hub_config,
                 class_names=("BertBackbone",),
+                layer_pattern=re.compile(r"^layers/transformer_encoder(?:_(\d+))?/"),
             ),
         ),  # fmt: skip
         config_keys=_keys(BERTEncoder),
@@ -290,6 +325,7 @@ BERT = register_family(
         prefixes=("bert.",),
         sized=_BERT_SIZED,
         num_layers_key="num_hidden_layers",
+        epsilon_keys=("layer_norm_eps",),
         check_config=_absolute_positions,
         tokenizer=_wordpiece,
     )
@@ -307,6 +343,7 @@ ROBERTA = register_family(
         prefixes=("roberta.",),
         sized=_BERT_SIZED,
         num_layers_key="num_hidden_layers",
+        epsilon_keys=("layer_norm_eps",),
         check_config=_absolute_positions,
         tokenizer=_roberta_bpe,
     )
@@ -335,6 +372,7 @@ ELECTRA = register_family(
         prefixes=("electra.",),
         sized=_FACTORIZED_SIZED,
         num_layers_key="num_hidden_layers",
+        epsilon_keys=("layer_norm_eps",),
         check_config=_absolute_positions,
         tokenizer=_wordpiece,
     )
@@ -367,6 +405,7 @@ ALBERT = register_family(
         optional_parts={"pooler": ""},
         prefixes=("albert.",),
         sized=_FACTORIZED_SIZED,
+        epsilon_keys=("layer_norm_eps",),
         check_config=_albert_variants,
         tokenizer=_albert_sentencepiece,
     )
@@ -393,7 +432,7 @@ DISTILBERT = register_family(
         sized=(
             (("vocab_size", "dim"), "word_embedder.embedding"),
             (("max_position_embeddings", "dim"), "position_embedder.embedding"),
-            (("dim", "hidden_dim"), "blocks.0.ffn_inner.kernel"),
+            *_block_sized("dim", "hidden_dim"),
         ),
         num_layers_key="n_layers",
         tokenizer=_wordpiece,
@@ -440,7 +479,7 @@ def bert_hparams_from_config(config: Mapping[str, Any], source: str = "config") 
     if isinstance(config, Mapping):
         model_type = config.get("model_type", "bert")
         if model_type != "bert":
-            raise CheckpointError(f"{source}: model_type {model_type!r} is not a BERT model")
+            raise CheckpointError(f"{source}: model_type {short(model_type)} is not a BERT model")
     return hparams_from_config(BERT, config, source)
 
 
@@ -471,18 +510,24 @@ def tokenizer_from_pretrained(
         )  # fmt: skip
         return cls(keras_hub_vocab, lowercase=lowercase, **kwargs)
     config_file = os.path.join(path, "tokenizer_config.json")
+    config = _read_json_if_any(config_file)
+    if not isinstance(config, Mapping):
+        raise CheckpointError(f"{config_file}: expected a JSON object")
     lowercase = _checked_casing(
-        path, config_file, _read_json_if_any(config_file), lowercase, "do_lower_case",
+        path, config_file, config, lowercase, "do_lower_case",
         "a tokenizer_config.json", {"tokenize_chinese_chars": (None, True)},
     )  # fmt: skip
     return cls(vocab, lowercase=lowercase, **kwargs)
 
 
 def _read_json_if_any(file: str) -> Any:
-    if not tf.io.gfile.exists(file):
+    """The JSON value of a tokenizer's config file (``{}`` when there is none), read strictly
+    (:func:`texkit.files.read_json`: a regular file, no repeated keys, bounded size and depth)."""
+    if not tf.io.gfile.exists(file) and not os.path.islink(file):  # a dangling link is an error
         return {}
-    with tf.io.gfile.GFile(file) as f:
-        return json.load(f)
+    return texkit.files.read_json(
+        file, limit=texkit.files.MAX_CONFIG_BYTES, error=CheckpointError, what="tokenizer config"
+    )
 
 
 def _checked_casing(
@@ -503,7 +548,7 @@ def _checked_casing(
         if option in config and config[option] not in supported:
             raise ValueError(
                 f"BERTTokenizer.from_pretrained: {config_file!r} sets {option}="
-                f"{config[option]!r}, which BERTTokenizer does not support"
+                f"{short(config[option])}, which BERTTokenizer does not support"
             )
     return lowercase
 

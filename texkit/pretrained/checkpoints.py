@@ -19,6 +19,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import tensorflow as tf
 
+from texkit.files import check_regular_file
+
 __all__ = [
     "DENSE",
     "CONV1D",
@@ -197,11 +199,21 @@ class CheckpointReader:
 
     A ``.weights.h5`` file's entries are its datasets, named by their HDF5 paths as Keras 3
     writes them (``layers/transformer_encoder_1/_self_attention_layer/query_dense/vars/0``).
+
+    Attributes:
+        shapes: ``{entry: shape}`` (from the safetensors header, the TF checkpoint's index or
+            the HDF5 metadata; no values are read).
+        file_bytes: the total size of the weights' files, in bytes.
+
+    Raises:
+        CheckpointError: a file is missing or not a regular file (a FIFO, a device, a folder),
+            or cannot be read as the format.
     """
 
     def __init__(self, file: str, fmt: str, skipped: Callable[[str], bool]):
         self.format = fmt
         self.file = file
+        self.file_bytes = self._check_files()
         if self.format == KERAS_HUB:
             self._open_h5(skipped)
             return
@@ -237,6 +249,27 @@ class CheckpointReader:
             if not skipped(key):
                 self.shapes[key] = self._shape(key)
 
+    def _check_files(self) -> int:
+        """Checks that the weights' files are regular files and returns their total size.
+
+        The readers open files by name and would wait forever on a FIFO (safetensors even
+        holding the GIL) or read a device without end, so each file is checked first
+        (:func:`texkit.files.check_regular_file`, which never blocks). A TF checkpoint is its
+        ``.index`` file and its ``.data-*`` shards.
+        """
+        if self.format in (HUGGINGFACE, KERAS_HUB):
+            return check_regular_file(self.file, error=CheckpointError)
+        total = check_regular_file(self.file + ".index", error=CheckpointError)
+        folder, prefix = os.path.split(self.file)
+        try:
+            names = tf.io.gfile.listdir(folder or ".")
+        except tf.errors.OpError as error:
+            raise CheckpointError(f"{folder}: cannot list the folder ({error})") from None
+        for name in sorted(names):
+            if name.startswith(prefix + ".data-"):
+                total += check_regular_file(os.path.join(folder, name), error=CheckpointError)
+        return total
+
     def _open_h5(self, skipped: Callable[[str], bool]) -> None:
         import h5py
 
@@ -254,11 +287,19 @@ class CheckpointReader:
                 self._reader = h5py.File(self.file, "r")
             self._reader.visititems(visit)
             shapes = {name: tuple(d.shape) for name, d in datasets.items()}
+            elsewhere = [n for n, d in datasets.items() if d.is_virtual or d.external]
         except Exception as error:  # noqa: BLE001 - h5py raises OSError, KeyError, RuntimeError
             raise CheckpointError(
                 f"{self.file}: not a readable Keras .weights.h5 file ({type(error).__name__}: "
                 f"{error}); it may be truncated or corrupt"
             ) from None
+        if elsewhere:
+            # Keras writes every value into the file; a dataset whose values live in other
+            # files (external storage, a virtual dataset) could make the reader open any path.
+            raise CheckpointError(
+                f"{self.file}: the values of {elsewhere[0]!r} are stored outside the file "
+                "(an external or virtual HDF5 dataset), which Keras never writes"
+            )
         self._datasets = datasets
         self.shapes = {k: v for k, v in shapes.items() if not skipped(k)}
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from texkit.hparams.rules import short
 from texkit.pretrained.checkpoints import CheckpointError, Row
 
 __all__ = ["FAMILIES", "Family", "Format", "family_for_type", "family_of", "register_family"]
@@ -44,6 +45,8 @@ class Format:
         assumed: the keys of such a config that the shapes do not determine (the number of
             attention heads) and that follow the release's own rule; a user's hparams may set
             them (every other architecture key must agree with the checkpoint).
+        layer_pattern: finds a layer index in an entry's name in this format (group 1; a match
+            without it is layer 0, as KerasHub names its first block); ``None``: the family's.
 
     A TF checkpoint's ``weights`` may be ``"*"``: the one checkpoint in the folder, whatever
     its prefix (ALBERT's releases name theirs ``model.ckpt-best``).
@@ -59,6 +62,7 @@ class Format:
     signature: str | None = None
     config_from_shapes: Callable[[Mapping[str, list[int]], str], dict] | None = None
     assumed: tuple[str, ...] = ()
+    layer_pattern: re.Pattern | None = None
 
 
 @dataclass(frozen=True)
@@ -82,12 +86,18 @@ class Family:
             each (``""``: the module itself).
         prefixes: Hugging Face model prefixes that may precede names (``"bert."``).
         sized: ``(hparams paths, attribute)``: a weight whose Keras shape is those hparams'
-            values, checked before building (paths are dotted in nested hparams).
+            values, checked before building (paths are dotted in nested hparams; a tuple of
+            paths is one dimension, their product, as T5's ``num_heads * d_kv``). An attribute
+            of a block (``blocks.0.``) stands for the same weight of every block. Together they
+            should cover the module's large weights: what they add up to is compared with the
+            size of the weights' files before anything is built.
         num_layers_key: the hparams path of the number of layers, checked against the layer
             indices in the names (``None``: not checked, e.g. a shared block).
         layer_pattern: finds a layer index in an entry's name (group 1).
         more_layer_counts: more ``(hparams path, pattern)`` pairs checked the same way (a
-            decoder's layers).
+            decoder's layers); a path whose value is ``None`` counts as many layers as
+            ``num_layers_key`` says (T5's ``num_decoder_layers``).
+        epsilon_keys: hparams paths of epsilons (layer norms), which must lie in (0, 1).
         check_config: more checks of a raw config (``(config, source)``), or ``None``.
         translate: ``(config, source) -> hparams`` for a module whose hparams are not its
             config's keys (GPT-2's); ``None``: the ``config_keys`` are copied.
@@ -105,10 +115,11 @@ class Family:
     optional_parts: dict[str, str] = field(default_factory=dict)
     prefixes: tuple[str, ...] = ()
     config_defaults: dict[str, Any] = field(default_factory=dict)
-    sized: tuple[tuple[tuple[str, ...], str], ...] = ()
+    sized: tuple[tuple[tuple[str | tuple[str, ...], ...], str], ...] = ()
     num_layers_key: str | None = None
     layer_pattern: re.Pattern = re.compile(r"(?:^|[./])layer[._](\d+)[./]")
     more_layer_counts: tuple[tuple[str, re.Pattern], ...] = ()
+    epsilon_keys: tuple[str, ...] = ()
     check_config: Callable[[Mapping, str], None] | None = None
     translate: Callable[[Mapping, str], dict] | None = None
     tokenizer: Callable[..., Any] | None = None
@@ -144,6 +155,6 @@ def family_for_type(model_type: Any, source: str) -> Family:
         if model_type in family.model_types:
             return family
     raise CheckpointError(
-        f"{source}: model_type {model_type!r} is not a family texkit loads (supported: "
+        f"{source}: model_type {short(model_type)} is not a family texkit loads (supported: "
         f"{_supported()})"
     )

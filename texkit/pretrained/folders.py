@@ -13,18 +13,21 @@ only ``pytorch_model.bin`` (or another pickle) is refused: unpickling can run ar
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from typing import Any
 
 import tensorflow as tf
 
+import texkit.files
 from texkit.hparams import HParams, HParamsError
+from texkit.hparams.rules import short
 from texkit.pretrained.checkpoints import (
+    GOOGLE,
     HUGGINGFACE,
     KERAS_HUB,
     CheckpointError,
+    CheckpointReader,
     resolve_checkpoint,
 )
 from texkit.pretrained.family import FAMILIES, Family, Format, family_for_type
@@ -46,11 +49,14 @@ _PICKLES = ("pytorch_model.bin", "model.pt", "model.ckpt.pt", "checkpoint.pt", "
 
 
 def _read_json(file: str) -> Any:
-    try:
-        with tf.io.gfile.GFile(file) as f:
-            return json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise CheckpointError(f"{file}: not valid JSON ({error})") from None
+    """A config file's JSON, read strictly by :func:`texkit.files.read_json`: a regular file of
+    at most :data:`texkit.files.MAX_CONFIG_BYTES` (read when called, so a program may raise
+    it), no key given twice, no nesting deeper than
+    :data:`~texkit.errors.MAX_DEPTH`, no integer longer than :data:`~texkit.errors.MAX_DIGITS`
+    digits; every failure a :class:`CheckpointError` naming the file."""
+    return texkit.files.read_json(
+        file, limit=texkit.files.MAX_CONFIG_BYTES, error=CheckpointError, what="config file"
+    )
 
 
 def _has_weights(files: set[str], fmt: Format) -> bool:
@@ -96,10 +102,7 @@ def _config_less(path: str, files: set[str]) -> tuple[Family, Format, dict] | No
     if not formats or len(indexes) != 1:
         return None
     index = os.path.join(path, indexes[0])
-    try:
-        shapes = dict(tf.train.list_variables(index[: -len(".index")]))
-    except (tf.errors.OpError, ValueError) as error:
-        raise CheckpointError(f"{index}: not a readable TF checkpoint index ({error})") from None
+    shapes = CheckpointReader(index[: -len(".index")], GOOGLE, lambda name: False).shapes
     for family, fmt in formats:
         if fmt.signature in shapes:
             return family, fmt, fmt.config_from_shapes(shapes, index)
@@ -170,7 +173,7 @@ def _keras_hub_format(config: dict, source: str) -> tuple[Family, Format]:
                     return family, fmt
                 known += fmt.class_names
     raise CheckpointError(
-        f"{source}: a KerasHub preset of {class_name!r}, which texkit does not load (it loads "
+        f"{source}: a KerasHub preset of {short(class_name)}, which texkit does not load (it loads "
         f"presets of {', '.join(sorted(known))})"
     )
 
@@ -199,12 +202,17 @@ def hparams_from_config(
 
     Keys texkit does not use (``architectures``, ``bos_token_id``, ...) are ignored; a missing
     architecture key, a value of the wrong type or a variant texkit does not build is an error
-    naming ``source``.
+    naming ``source``. So are epsilons outside (0, 1) (``family.epsilon_keys``) and token ids
+    (``pad_token_id``, ``bos_token_id``, ``eos_token_id``, ``decoder_start_token_id``, whether
+    texkit uses them or not) outside ``[0, vocab_size)``.
     """
     if not isinstance(config, Mapping):
         raise CheckpointError(f"{source}: expected a JSON object")
     if fmt is not None and fmt.config_translate is not None:
-        config = fmt.config_translate(dict(config))
+        try:
+            config = fmt.config_translate(dict(config))
+        except CheckpointError as error:
+            raise CheckpointError(f"{source}: {error}") from None
     if family.check_config is not None:
         family.check_config(config, source)
     if family.translate is not None:
@@ -212,9 +220,40 @@ def hparams_from_config(
     else:
         hparams = _copy_keys(family, config, source)
     try:
-        return HParams(hparams, family.module.default_hparams()).todict()
+        hparams = HParams(hparams, family.module.default_hparams()).todict()
     except HParamsError as error:
         raise CheckpointError(f"{source}: {error}") from None
+    _check_ranges(family, config, hparams, source)
+    return hparams
+
+
+# Token ids a config may give; each must be a row of the word table.
+_TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id")
+
+
+def _check_ranges(family: Family, config: Mapping, hparams: Mapping, source: str) -> None:
+    for key in family.epsilon_keys:
+        value = get_path(hparams, key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+            raise CheckpointError(
+                f"{source}: {key}={short(value)}, but an epsilon lies between 0 and 1"
+            )
+    vocab_size = hparams.get("vocab_size")
+    for key in _TOKEN_IDS:
+        value = config.get(key)
+        ids = value if isinstance(value, list) else [value]  # a list: several end tokens
+        for token in ids:
+            if token is None and value is None:
+                continue
+            if (
+                isinstance(token, bool)
+                or not isinstance(token, int)
+                or not (isinstance(vocab_size, int) and 0 <= token < vocab_size)
+            ):
+                raise CheckpointError(
+                    f"{source}: {key}={short(value)}, but a token id is an int in "
+                    f"[0, vocab_size={short(vocab_size)})"
+                )
 
 
 def _copy_keys(family: Family, config: Mapping[str, Any], source: str) -> dict:
@@ -261,7 +300,7 @@ def merge_user_hparams(
         theirs = get_path(config, key)
         if value != theirs:
             raise HParamsError(
-                f"{value!r} contradicts the checkpoint's {key}={theirs!r} ({source})", key
+                f"{short(value)} contradicts the checkpoint's {key}={short(theirs)} ({source})", key
             )
     return _deep_merge(config, user)
 

@@ -17,12 +17,14 @@ GPT-2's LM head is.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from texkit import registry
 from texkit.data.tokenizers import GPT2BPETokenizer
+from texkit.hparams.rules import short
 from texkit.modules.decoders import GPT2Decoder
 from texkit.modules.encoders.bert_family import ACTIVATIONS
 from texkit.pretrained.checkpoints import (
@@ -52,7 +54,9 @@ def gpt2_hparams_from_config(config: Mapping[str, Any], source: str = "config") 
     OpenAI's ``hparams.json`` (``n_vocab``, ``n_ctx``, ``n_embd``, ``n_head``, ``n_layer``)."""
     for key, value in _FIXED.items():
         if key in config and config[key] != value:
-            raise CheckpointError(f"{source}: {key}={config[key]!r} is not supported ({value})")
+            raise CheckpointError(
+                f"{source}: {key}={short(config[key])} is not supported ({value})"
+            )
     openai = "n_vocab" in config
 
     def need(key: str) -> Any:
@@ -63,12 +67,22 @@ def gpt2_hparams_from_config(config: Mapping[str, Any], source: str = "config") 
     dim = need("n_embd")
     inner = config.get("n_inner") or 4 * dim if isinstance(dim, int) else None
     activation = config.get("activation_function", "gelu_new")
-    if activation not in ACTIVATIONS:
+    if not isinstance(activation, str) or activation not in ACTIVATIONS:
         raise CheckpointError(
-            f"{source}: unknown activation_function {activation!r}; expected one of "
+            f"{source}: unknown activation_function {short(activation)}; expected one of "
             f"{sorted(ACTIVATIONS)}"
         )
-    normal = {"type": "RandomNormal", "kwargs": {"stddev": config.get("initializer_range", 0.02)}}
+    stddev = config.get("initializer_range", 0.02)
+    # Given to the initializer's free-form kwargs, which hparams do not type-check.
+    if (
+        isinstance(stddev, bool)
+        or not isinstance(stddev, (int, float))
+        or not (0 < stddev < math.inf)
+    ):
+        raise CheckpointError(
+            f"{source}: initializer_range={short(stddev)}, but it is a positive number"
+        )
+    normal = {"type": "RandomNormal", "kwargs": {"stddev": stddev}}
     return {
         "vocab_size": need("n_vocab" if openai else "vocab_size"),
         "dim": dim,
@@ -174,9 +188,15 @@ GPT2 = register_family(
                 ("decoder.position_embedder.position_size", "dim"),
                 "decoder.position_embedder.embedding",
             ),
+            *(
+                (("dim", "dim"), f"decoder.blocks.0.self_attention.{part}.kernel")
+                for part in ("query", "key", "value", "output_dense")
+            ),
             (("dim", "decoder.poswise_feedforward.dim"), "decoder.blocks.0.ffn_inner.kernel"),
+            (("decoder.poswise_feedforward.dim", "dim"), "decoder.blocks.0.ffn_output.kernel"),
         ),  # fmt: skip
         num_layers_key="decoder.num_blocks",
+        epsilon_keys=("decoder.layer_norm_epsilon",),
         layer_pattern=re.compile(r"(?:^|[./])h\.?(\d+)[./]"),
         translate=gpt2_hparams_from_config,
         tokenizer=_tokenizer,

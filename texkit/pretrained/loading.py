@@ -8,9 +8,10 @@ module does the rest, the same way for all:
 * **Configs.** A family keeps its config's key names as hparams, so the translation copies the
   keys texkit uses and checks them; a user's hparams may change dropout rates and names, and an
   architecture value that contradicts the checkpoint is an error.
-* **Checks before building.** The config's sizes are compared with the weights' shapes (read
-  from the safetensors header or the TF checkpoint index, no values): a config that contradicts
-  its weights fails before anything is built.
+* **Checks before building** (:mod:`~texkit.pretrained.checks`). The config's layer counts
+  and sizes are compared with the weights' names and shapes (read from the safetensors header,
+  the TF checkpoint index or the HDF5 metadata, no values), and the weights they imply with the
+  size of the files: a config that contradicts its weights fails before anything is built.
 * **Loading** is strict and all-or-nothing: every weight of the module (and of the heads being
   loaded) comes from exactly one entry, shapes agree, values are finite floats, and an entry under
   the module's own names that the table does not know is an error. Everything is read and
@@ -29,10 +30,9 @@ import numpy as np
 
 from texkit.configurable import ModuleBase
 from texkit.hparams import HParamsError
+from texkit.hparams.rules import short
 from texkit.pretrained.checkpoints import (
-    HUGGINGFACE,
     CheckpointError,
-    CheckpointReader,
     LoadReport,
     Row,
     assign_all_or_nothing,
@@ -41,6 +41,12 @@ from texkit.pretrained.checkpoints import (
     stored_shape,
     to_keras_layout,
 )
+from texkit.pretrained.checks import (
+    check_config_against_weights,
+    entry_names,
+    reader_for,
+    strip_prefix,
+)
 from texkit.pretrained.family import FAMILIES, Family, Format, family_of
 from texkit.pretrained.folders import (
     config_source,
@@ -48,12 +54,9 @@ from texkit.pretrained.folders import (
     hparams_from_config,
     inspect_folder,
     merge_user_hparams,
-    set_path,
-    weights_file,
 )
 
 __all__ = [
-    "check_config_against_weights",
     "encoder_from_pretrained",
     "from_pretrained",
     "load_checkpoint",
@@ -64,88 +67,11 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-# -- readers ---------------------------------------------------------------------------------
-
-
-def _reader(path: str, family: Family, fmt: Format) -> CheckpointReader:
-    return CheckpointReader(
-        weights_file(path, fmt),
-        fmt.name,
-        lambda name: bool(fmt.skipped.search(_strip_prefix(family, name))),
-    )
-
-
 def _kind(raw: Mapping) -> str:
     """What a raw config says the checkpoint is (a KerasHub preset: its backbone class)."""
     if "model_type" not in raw and "class_name" in raw:
-        return f"KerasHub {raw['class_name']!r}"
-    return f"model_type {raw.get('model_type')!r}"
-
-
-def _strip_prefix(family: Family, name: str) -> str:
-    for prefix in family.prefixes:
-        if name.startswith(prefix):
-            return name[len(prefix) :]
-    return name
-
-
-def _candidates(family: Family, row: Row, fmt: str) -> list[str]:
-    """The names an entry may have: Hugging Face's with or without the model prefix, and old
-    ``LayerNorm.gamma``/``beta`` names."""
-    name = row.names[fmt]
-    if fmt != HUGGINGFACE:
-        return [name]
-    names = [name]
-    if name.endswith("LayerNorm.weight"):
-        names.append(name[: -len("weight")] + "gamma")
-    elif name.endswith("LayerNorm.bias"):
-        names.append(name[: -len("bias")] + "beta")
-    if row.prefixed:
-        names += [prefix + n for prefix in family.prefixes for n in names]
-    return names
-
-
-def check_config_against_weights(
-    family: Family, config: Mapping[str, Any], path: str, fmt: Format | None = None
-) -> None:
-    """Raises :class:`CheckpointError` naming the config key when the checkpoint's config and
-    its weights disagree on a size (the family's ``sized`` weights, the number of layers).
-    Only the weights' shapes are read."""
-    if fmt is None:
-        _, fmt, _ = inspect_folder(path)
-    reader = _reader(path, family, fmt)
-    one_layer = config
-    for key in (family.num_layers_key, *(k for k, _ in family.more_layer_counts)):
-        if key is not None:  # the sized weights are in the first block
-            one_layer = set_path(one_layer, key, 1)
-    rows = {row.attribute: row for row in family.rows(one_layer, "encoder")}
-    for keys, attribute in family.sized:
-        row = rows[attribute]
-        found = [n for n in _candidates(family, row, fmt.name) if n in reader.shapes]
-        if not found:
-            continue  # the loader names what is missing
-        sizes = tuple(get_path(config, key) for key in keys)
-        expected = stored_shape(sizes, row.layout, fmt.name, row.split, row.heads)
-        stored = reader.shapes[found[0]]
-        if tuple(stored) != expected:
-            said = ", ".join(f"{key}={get_path(config, key)!r}" for key in keys)
-            raise CheckpointError(
-                f"{path}: the config says {said}, but {found[0]!r} has shape {list(stored)} "
-                "(a config that contradicts its weights; nothing was built)"
-            )
-    counts = list(family.more_layer_counts)
-    if family.num_layers_key is not None:
-        counts.insert(0, (family.num_layers_key, family.layer_pattern))
-    for key, pattern in counts:
-        if get_path(config, key) is None:
-            continue  # a default the module derives from another key
-        layers = {int(m.group(1)) for name in reader.shapes for m in [pattern.search(name)] if m}
-        said = get_path(config, key)
-        if layers and layers != set(range(said)):
-            raise CheckpointError(
-                f"{path}: the config says {key}={said!r}, but the checkpoint holds "
-                f"layers {min(layers)}..{max(layers)} ({len(layers)} of them; nothing was built)"
-            )
+        return f"KerasHub {short(raw['class_name'])}"
+    return f"model_type {short(raw.get('model_type'))}"
 
 
 # -- building from a folder ------------------------------------------------------------------
@@ -322,7 +248,8 @@ def _check_config_against_module(
             continue
         if mine != theirs:
             raise CheckpointError(
-                f"{source}: the checkpoint's {key}={theirs!r}, but the model's is {mine!r}; "
+                f"{source}: the checkpoint's {key}={short(theirs)}, but the model's is "
+                f"{short(mine)}; "
                 "nothing was loaded (build the model with from_pretrained to take the "
                 "checkpoint's architecture)"
             )
@@ -361,7 +288,7 @@ def load_checkpoint(
             f"but {type(module).__name__} loads {family.name} checkpoints"
         )
     _check_config_against_module(family, fmt, raw, module, path)
-    reader = _reader(path, family, fmt)
+    reader = reader_for(path, family, fmt)
     _ensure_built(model, module, owners)
     report = LoadReport(format=fmt.name, family=family.name)
     plan: list[tuple[Any, np.ndarray]] = []
@@ -371,7 +298,7 @@ def load_checkpoint(
     def take(root: Any, rows: Iterable[Row]) -> None:
         for row in rows:
             variable = resolve_attribute(root, row.attribute)
-            candidates = _candidates(family, row, fmt.name)
+            candidates = entry_names(family, row, fmt.name)
             found = [c for c in candidates if c in reader.shapes]
             used.update(found)
             if not found:
@@ -411,15 +338,16 @@ def load_checkpoint(
     # reported); present, they load strictly like the rest.
     for part, owner in owners.items():
         rows = family.rows(hparams, part)
-        if any(c in reader.shapes for row in rows for c in _candidates(family, row, fmt.name)):
+        if any(c in reader.shapes for row in rows for c in entry_names(family, row, fmt.name)):
             take(owner, rows)
             report.heads.append(part)
         else:
             report.missing_heads.append(part)
     for name in sorted(set(reader.shapes) - used):
-        if fmt.own.search(_strip_prefix(family, name)):
+        if fmt.own.search(strip_prefix(family, name)):
             problems.append(
-                f"unknown encoder variable {name!r} (shape {list(reader.shapes[name])})"
+                f"unknown encoder variable {short(name, 200)} "
+                f"(shape {short(list(reader.shapes[name]))})"
             )
     assign_all_or_nothing(plan, problems, reader.file, model.name)
     if report.missing_heads:

@@ -17,6 +17,7 @@ from typing import Any
 
 from texkit import registry
 from texkit.data.tokenizers import SentencePieceTokenizer
+from texkit.hparams.rules import short
 from texkit.modules.t5 import T5EncoderDecoder
 from texkit.pretrained.checkpoints import DENSE, HUGGINGFACE, SAME, CheckpointError, Row
 from texkit.pretrained.family import Family, Format, register_family
@@ -79,12 +80,31 @@ def _check_config(config: Mapping[str, Any], source: str) -> None:
     scaled = config.get("scale_decoder_outputs", tied)
     if scaled != tied:
         raise CheckpointError(
-            f"{source}: scale_decoder_outputs={scaled!r} with tie_word_embeddings={tied!r} is "
+            f"{source}: scale_decoder_outputs={short(scaled)} with "
+            f"tie_word_embeddings={short(tied)} is "
             "not supported (T5 scales the decoder's output exactly when the output is tied)"
         )
 
 
 _KEYS = tuple(k for k in T5EncoderDecoder.default_hparams() if k != "name")
+_HEADS = ("num_heads", "d_kv")  # the attention's inner size is their product
+
+
+def _stack_sized(side: str, cross: bool) -> tuple:
+    """The sized weights of one stack: its relative position table, and in each block the
+    attentions' projections and the feed-forward network (``inner.1``: gated only)."""
+    stack = f"{side}.stack"
+    sized = [(("relative_attention_num_buckets", "num_heads"), f"{stack}.relative_bias.embeddings")]
+    for attention in ("self_attention", "cross_attention") if cross else ("self_attention",):
+        block = f"{stack}.blocks.0.{attention}"
+        sized += [
+            (("d_model", _HEADS), f"{block}.{part}.kernel") for part in ("query", "key", "value")
+        ]
+        sized.append(((_HEADS, "d_model"), f"{block}.output_dense.kernel"))
+    ffn = f"{stack}.blocks.0.ffn"
+    sized += [(("d_model", "d_ff"), f"{ffn}.inner.{i}.kernel") for i in (0, 1)]
+    sized.append((("d_ff", "d_model"), f"{ffn}.output_dense.kernel"))
+    return tuple(sized)
 
 
 def _tokenizer(path: str, **kwargs: Any) -> SentencePieceTokenizer:
@@ -124,13 +144,12 @@ T5 = register_family(
         rows=lambda hparams, part: t5_name_table(hparams),
         sized=(
             (("vocab_size", "d_model"), "shared.embedding"),
-            (
-                ("relative_attention_num_buckets", "num_heads"),
-                "encoder.stack.relative_bias.embeddings",
-            ),
-            (("d_model", "d_ff"), "encoder.stack.blocks.0.ffn.inner.0.kernel"),
-        ),  # fmt: skip
+            *_stack_sized("encoder", cross=False),
+            *_stack_sized("decoder", cross=True),
+            (("d_model", "vocab_size"), "decoder.lm_head.kernel"),
+        ),
         num_layers_key="num_layers",
+        epsilon_keys=("layer_norm_epsilon",),
         layer_pattern=re.compile(r"^encoder\.block\.(\d+)\."),
         more_layer_counts=(("num_decoder_layers", re.compile(r"^decoder\.block\.(\d+)\.")),),
         check_config=_check_config,

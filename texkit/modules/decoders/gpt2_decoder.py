@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 from texkit import registry
+from texkit.hparams import HParamsError
 from texkit.modules.decoders.decoder_base import DecoderBase, Inference
 from texkit.modules.decoders.decoding import DecodeResult
 from texkit.modules.decoders.transformer_decoder import TransformerDecoder
@@ -66,6 +67,12 @@ class GPT2Decoder(DecoderBase):
     def __init__(self, hparams: Any = None, **kwargs: Any):
         super().__init__(hparams, **kwargs)
         hp = self.hparams
+        epsilon = hp.decoder.layer_norm_epsilon
+        if isinstance(epsilon, (int, float)) and not isinstance(epsilon, bool) and epsilon >= 1:
+            raise HParamsError(
+                f"expected an epsilon between 0 and 1, got {epsilon!r}",
+                "decoder.layer_norm_epsilon",
+            )
         embed = {**hp.embed.todict(), "dim": hp.dim, "name": "word_embedder"}
         decoder = {
             **hp.decoder.todict(),

@@ -31,6 +31,7 @@ from texkit.core.transformer import (
     layer_norm,
 )
 from texkit.hparams import HParams, HParamsError, hparams_scope
+from texkit.hparams.rules import short
 from texkit.modules.embedders import PositionEmbedder, WordEmbedder
 
 __all__ = ["ACTIVATIONS", "BERTFamilyEncoder", "EncoderArchitecture", "family_activation"]
@@ -53,8 +54,19 @@ def family_activation(name: Any, key: str = "hidden_act") -> Any:
         return ACTIVATIONS[name]
     except (KeyError, TypeError):
         raise HParamsError(
-            f"unknown activation {name!r}; expected one of {sorted(ACTIVATIONS)}", key
+            f"unknown activation {short(name)}; expected one of {sorted(ACTIVATIONS)}", key
         ) from None
+
+
+def _family_classes() -> list[str]:
+    """The names of the BERT family's encoder classes (those that define an architecture)."""
+    found, pending = set(), [BERTFamilyEncoder]
+    while pending:
+        for subclass in pending.pop().__subclasses__():
+            pending.append(subclass)
+            if subclass.architecture is not BERTFamilyEncoder.architecture:
+                found.add(subclass.__name__)
+    return sorted(found)
 
 
 @dataclass(frozen=True)
@@ -123,10 +135,20 @@ class BERTFamilyEncoder(ModuleBase):
         raise NotImplementedError
 
     def __init__(self, hparams: Any = None, **kwargs: Any):
+        if type(self).architecture is BERTFamilyEncoder.architecture:
+            raise TypeError(
+                f"{type(self).__name__} is the base of the BERT family's encoders and builds no "
+                f"network itself; use a family's class: {', '.join(_family_classes())}"
+            )
         super().__init__(hparams, **kwargs)
         arch = self.arch = self.architecture()
         activation = family_activation(arch.activation, self._activation_key)
         self._check_heads(arch)
+        if not 0 < arch.layer_norm_eps < 1:
+            raise HParamsError(
+                f"expected an epsilon between 0 and 1, got {short(arch.layer_norm_eps)}",
+                self._epsilon_key,
+            )
         initializer = {
             "type": "TruncatedNormal",
             "kwargs": {"mean": 0.0, "stddev": arch.initializer_range, "seed": None},
@@ -192,8 +214,9 @@ class BERTFamilyEncoder(ModuleBase):
             )
         self.seed_generator = keras.random.SeedGenerator() if arch.hidden_dropout > 0 else None
 
-    # The hparam that names the activation, for errors (DistilBERT: "activation").
+    # The hparams that name the activation and the layer norms' epsilon, for errors.
     _activation_key = "hidden_act"
+    _epsilon_key = "layer_norm_eps"
     # The hparams that name the heads and hidden sizes, for errors.
     _heads_keys = ("num_attention_heads", "hidden_size")
 

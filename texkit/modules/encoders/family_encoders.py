@@ -86,12 +86,20 @@ class RoBERTaEncoder(BERTFamilyEncoder):
 
     def architecture(self) -> EncoderArchitecture:
         hp = self.hparams
-        check_positive_int(hp, "type_vocab_size")
-        if not isinstance(hp.pad_token_id, int) or hp.pad_token_id < 0:
+        check_positive_int(hp, "type_vocab_size", "vocab_size", "max_position_embeddings")
+        pad = hp.pad_token_id
+        if isinstance(pad, bool) or not isinstance(pad, int) or not 0 <= pad < hp.vocab_size:
             raise HParamsError(
-                f"expected a non-negative int, got {hp.pad_token_id!r}", "pad_token_id"
+                f"expected a token id, an int in [0, vocab_size={hp.vocab_size}), got {pad!r}",
+                "pad_token_id",
             )
-        return _bert_like(hp, position_offset=hp.pad_token_id + 1)
+        if pad + 1 >= hp.max_position_embeddings:
+            raise HParamsError(
+                f"{pad}: positions start at pad_token_id + 1, which leaves none of the "
+                f"{hp.max_position_embeddings} max_position_embeddings for tokens",
+                "pad_token_id",
+            )
+        return _bert_like(hp, position_offset=pad + 1)
 
     @classmethod
     def default_hparams(cls) -> dict:
