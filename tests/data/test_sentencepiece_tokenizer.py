@@ -527,7 +527,7 @@ def test_from_pretrained_errors(tmp_path):
         ({"remove_space": None}, "sets remove_space=None; it must be true or false"),
         ({"sp_model_kwargs": {"enable_sampling": True}}, "sp_model_kwargs=.*no sampling"),
         ({"add_prefix_space": False}, "add_prefix_space=false"),
-        ("{not json", "is not JSON"),
+        ("{not json", "not valid JSON"),
         ("[1, 2]", "must hold a JSON object, got a list"),
     ],
 )

@@ -16,6 +16,11 @@ a special token (a vocabulary written by another tool) is accepted: that line is
 token keeps its fixed id and no duplicate is created. Any other token listed twice is an error
 that names both lines, since it would make two ids for one token.
 
+The file must be a regular file (a FIFO or a device is refused, never waited on: see
+:mod:`texkit.files`) of at most :data:`texkit.files.MAX_JSON_BYTES` bytes (256 MiB); set that
+constant higher for a larger vocabulary. Error messages quote at most the first 60 characters of
+an entry.
+
 Lookups work in the graph (``map_tokens_to_ids``, ``map_ids_to_tokens``: ``tf.lookup`` tables, so
 inside ``tf.data`` and ``tf.function``) and in Python (``map_tokens_to_ids_py``,
 ``map_ids_to_tokens_py``).
@@ -29,6 +34,9 @@ from typing import Any
 
 import numpy as np
 import tensorflow as tf
+
+from texkit import files
+from texkit.data.tokenizers.vocab_file import _quoted
 
 __all__ = ["Vocab", "make_vocab", "split_tokens"]
 
@@ -62,8 +70,10 @@ def _read_vocab_file(filename: str) -> list[str]:
         raise FileNotFoundError(f"vocabulary file {filename!r} does not exist")
     if tf.io.gfile.isdir(filename):
         raise ValueError(f"vocabulary file {filename!r} is a folder; give the file")
-    with tf.io.gfile.GFile(filename, "rb") as f:
-        raw_lines = f.read().split(b"\n")
+    data = files.read_bytes(
+        filename, files.MAX_JSON_BYTES, what="vocabulary file (texkit.files.MAX_JSON_BYTES)"
+    )
+    raw_lines = data.split(b"\n")
     if raw_lines and raw_lines[-1] == b"":
         raw_lines.pop()
     if raw_lines and raw_lines[0].startswith(_BOM):  # an encoding mark, not part of the token
@@ -87,7 +97,7 @@ def _read_vocab_file(filename: str) -> list[str]:
             raise ValueError(f"{filename}:{number}: empty vocabulary entry")
         if token != token.strip():
             raise ValueError(
-                f"{filename}:{number}: the vocabulary entry {token!r} begins or ends with "
+                f"{filename}:{number}: the vocabulary entry {_quoted(token)} begins or ends with "
                 "whitespace, so no token split from text can ever match it"
             )
         tokens.append(token)
@@ -109,10 +119,11 @@ class Vocab:
 
     Raises:
         FileNotFoundError: the file does not exist.
-        ValueError: an empty file, an empty or non-UTF-8 line, an entry that begins or ends
-            with whitespace, a token listed twice (naming both lines), or special tokens that
-            are not four distinct non-empty strings. A UTF-8 byte-order mark at the start of
-            the file is removed.
+        ValueError: not a regular file (a FIFO, a device), larger than
+            :data:`texkit.files.MAX_JSON_BYTES`, an empty file, an empty or non-UTF-8 line, an
+            entry that begins or ends with whitespace, a token listed twice (naming both lines),
+            or special tokens that are not four distinct non-empty strings. A UTF-8 byte-order
+            mark at the start of the file is removed.
 
     Example::
 
@@ -162,12 +173,15 @@ class Vocab:
         ordered = list(specials)
         for number, token in enumerate(tokens, start=1):
             if not isinstance(token, str) or not token:
-                raise ValueError(f"{self._filename}:{number}: empty or non-string token {token!r}")
+                raise ValueError(
+                    f"{self._filename}:{number}: empty or non-string token "
+                    f"{_quoted(token) if isinstance(token, str) else repr(token)}"
+                )
             if token in specials:
                 continue
             if token in line_of:
                 raise ValueError(
-                    f"{self._filename}:{number}: token {token!r} is already on line "
+                    f"{self._filename}:{number}: token {_quoted(token)} is already on line "
                     f"{line_of[token]}; a vocabulary lists each token once"
                 )
             line_of[token] = number

@@ -16,6 +16,8 @@ ALBERT's and T5's SentencePiece.
 * :mod:`~texkit.data.tokenizers.sentencepiece`: :class:`SentencePieceTokenizer`, ALBERT's and
   T5's SentencePiece (``spiece.model``), ALBERT's preprocessing in TensorFlow ops, what it
   reproduces and its known differences.
+* :mod:`~texkit.data.tokenizers.unknown_runs`: why and how long runs of characters a
+  SentencePiece model lacks are cut before it sees them (the same ids, in linear time).
 """
 
 from texkit.data.tokenizers.bert_tokenizer import BERTTokenizer

@@ -69,13 +69,21 @@ Known differences from the references, all rare or deliberate:
 * Pairs are truncated by BERT's rule, not Hugging Face's ``longest_first`` (see
   :meth:`SentencePieceTokenizer.encode`).
 
+Limits. The SentencePiece library takes time in the square of a run of unknown characters (a
+million ``!`` that the model lacks: a minute); in a text of more than 4,096 bytes, every run of
+more than a few (the longest normalization rule, 4 characters for NFKC) keeps its first few
+before SentencePiece sees it, which gives the same ids (one ``<unk>``) in linear time: see
+:mod:`texkit.data.tokenizers.unknown_runs`. The model file must be a regular file (a FIFO or a
+device is refused, never waited on) of at most :data:`texkit.files.MAX_JSON_BYTES` bytes,
+``tokenizer_config.json`` and ``config.json`` (read by ``from_pretrained``) at most
+:data:`texkit.files.MAX_CONFIG_BYTES`, read strictly (:func:`texkit.files.read_json`).
+
 (About 700 lines, most of them documentation, ALBERT's preprocessing and the model file's
 checks; one tokenizer, two styles.)
 """
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 from typing import Any
@@ -83,7 +91,10 @@ from typing import Any
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from texkit import files
 from texkit.data.tokenizers.templated import TemplateTokenizer
+from texkit.data.tokenizers.unknown_runs import unknown_run_pattern
+from texkit.data.tokenizers.vocab_file import _shown
 
 __all__ = ["STYLES", "SentencePieceTokenizer"]
 
@@ -155,6 +166,8 @@ _RECENT_CAPITALS = (
     (0x1058C, 0x10592, 0x27),
     (0x10594, 0x10595, 0x27),
 )
+# Texts longer than this have their runs of unknown characters cut (see unknown_runs.py).
+_CUT_ABOVE_BYTES = 4096
 _RECENT_CAPITALS_CLASS = "".join(
     rf"\x{{{first:X}}}-\x{{{last:X}}}" for first, last, _ in _RECENT_CAPITALS
 )
@@ -198,11 +211,15 @@ def _fields(data: bytes) -> list[tuple[int, int, Any]]:
     return fields
 
 
-def _read_model(path: str) -> tuple[bytes, list[tuple[str, float, int]]]:
-    """A ``spiece.model``'s bytes and its pieces: (text, score, type), the id the index.
+def _read_model(path: str) -> tuple[bytes, list[tuple[str, float, int]], dict[str, Any]]:
+    """A ``spiece.model``'s bytes, its pieces: (text, score, type), the id the index, and what
+    its normalization needs: ``charsmap`` (``normalizer_spec.precompiled_charsmap``) and
+    ``byte_fallback`` (``trainer_spec.byte_fallback``).
 
     The pieces are read from the serialized ``ModelProto`` (field 1, each a ``SentencePiece``:
-    1 ``piece``, 2 ``score``, 3 ``type``) without the ``sentencepiece`` package.
+    1 ``piece``, 2 ``score``, 3 ``type``; 2 ``trainer_spec``, 3 ``normalizer_spec``) without
+    the ``sentencepiece`` package. The file must be a regular file (not a FIFO or a device) of
+    at most :data:`texkit.files.MAX_JSON_BYTES` bytes.
     """
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"SentencePieceTokenizer: model_file {path!r} does not exist")
@@ -211,11 +228,22 @@ def _read_model(path: str) -> tuple[bytes, list[tuple[str, float, int]]]:
             f"SentencePieceTokenizer: model_file {path!r} is a folder; give the file, or use "
             "SentencePieceTokenizer.from_pretrained(folder)"
         )
-    with tf.io.gfile.GFile(path, "rb") as f:
-        data = f.read()
+    data = files.read_bytes(
+        path,
+        files.MAX_JSON_BYTES,
+        context="SentencePieceTokenizer model_file",
+        what="tokenizer file (texkit.files.MAX_JSON_BYTES)",
+    )
     pieces = []
+    specs: dict[str, Any] = {"charsmap": b"", "byte_fallback": False}
     try:
         for number, wire, value in _fields(data):
+            if number in (2, 3) and wire == 2:  # trainer_spec, normalizer_spec
+                for field, field_wire, field_value in _fields(value):
+                    if (number, field, field_wire) == (2, 35, 0):
+                        specs["byte_fallback"] = bool(field_value)
+                    elif (number, field, field_wire) == (3, 2, 2):
+                        specs["charsmap"] = field_value
             if number != 1:
                 continue
             if wire != 2:
@@ -241,25 +269,36 @@ def _read_model(path: str) -> tuple[bytes, list[tuple[str, float, int]]]:
             f"SentencePieceTokenizer: model_file {path!r} is not a SentencePiece model (it holds "
             f"{len(pieces)} pieces, {len(unknown)} of them <unk>; a model has exactly one)"
         )
-    return data, pieces
+    return data, pieces, specs
 
 
 def _read_json(path: str) -> dict[str, Any]:
-    """A JSON object file (``tokenizer_config.json``, ``config.json``), errors naming it."""
-    with tf.io.gfile.GFile(path, "rb") as f:
-        data = f.read()
-    try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(
-            f"SentencePieceTokenizer.from_pretrained: {path!r} is not JSON ({e})"
-        ) from None
+    """A JSON object file (``tokenizer_config.json``, ``config.json``), errors naming it: read
+    strictly by :func:`texkit.files.read_json` (a regular file of at most
+    :data:`texkit.files.MAX_CONFIG_BYTES` bytes, no repeated keys, bounded nesting)."""
+    value = files.read_json(
+        path,
+        limit=files.MAX_CONFIG_BYTES,
+        context="SentencePieceTokenizer.from_pretrained",
+        what="tokenizer config (texkit.files.MAX_CONFIG_BYTES)",
+    )
     if not isinstance(value, dict):
         raise ValueError(
             f"SentencePieceTokenizer.from_pretrained: {path!r} must hold a JSON object, got a "
             f"{type(value).__name__}"
         )
     return value
+
+
+def _text(value: Any) -> str | None:
+    """``value`` if it is a string (a config's name of a class or a model type), else ``None``."""
+    return value if isinstance(value, str) else None
+
+
+def _present(path: str) -> bool:
+    """Whether a folder holds the optional file ``path``: a symbolic link to nothing is there
+    (and an error when read), not absent."""
+    return tf.io.gfile.exists(path) or os.path.islink(path)
 
 
 # --- the class -----------------------------------------------------------------------------------
@@ -357,7 +396,7 @@ class SentencePieceTokenizer(TemplateTokenizer):
         self._model_file = os.fspath(model_file)
         self._style = style
         self._second_segment = 1 if style == "albert" else 0  # B [SEP]; T5 has no segments
-        model, pieces = _read_model(self._model_file)
+        model, pieces, specs = _read_model(self._model_file)
         self._pieces = tuple(piece for piece, _, _ in pieces)
         ids: dict[str, int] = {}
         for token_id, piece in enumerate(self._pieces):
@@ -399,6 +438,24 @@ class SentencePieceTokenizer(TemplateTokenizer):
         self._max_seq_length = max_seq_length
 
         self._sentencepiece = tf_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
+        # Runs of unknown characters cut to what gives SentencePiece the same ids in linear time.
+        try:
+            self._unknown_run = unknown_run_pattern(
+                pieces, specs["charsmap"], specs["byte_fallback"]
+            )
+        except ValueError as e:
+            raise ValueError(
+                f"SentencePieceTokenizer: model_file {self._model_file!r}: {e}"
+            ) from None
+        if self._unknown_run is not None:
+            with tf.init_scope():
+                try:  # RE2 compiles it here, not in the middle of a pipeline
+                    tf.strings.regex_replace([""], self._unknown_run, r"\1")
+                except tf.errors.InvalidArgumentError as e:
+                    raise ValueError(
+                        f"SentencePieceTokenizer: model_file {self._model_file!r}: its characters "
+                        f"make a pattern RE2 cannot compile ({e.message})"
+                    ) from None
         self._piece_texts = tf.constant(self._pieces)
         # ALBERT's split of the pieces that end with a digit and a comma: each id's ids.
         self._expansion = None
@@ -475,13 +532,14 @@ class SentencePieceTokenizer(TemplateTokenizer):
                 )
             model_file = os.path.join(folder, models[0])
         config_file = os.path.join(folder, "tokenizer_config.json")
-        config = _read_json(config_file) if tf.io.gfile.exists(config_file) else {}
+        config = _read_json(config_file) if _present(config_file) else {}
         if style is None:
-            style = _STYLE_OF_CLASS.get(config.get("tokenizer_class"))
+            style = _STYLE_OF_CLASS.get(_text(config.get("tokenizer_class")))
         if style is None:
             model_config = os.path.join(folder, "config.json")
-            if tf.io.gfile.exists(model_config):
-                style = _STYLE_OF_MODEL_TYPE.get(_read_json(model_config).get("model_type"))
+            if _present(model_config):
+                model_type = _read_json(model_config).get("model_type")
+                style = _STYLE_OF_MODEL_TYPE.get(_text(model_type))
         if style is None:
             raise ValueError(
                 f"{where}: {folder!r} does not say whether it is ALBERT's or T5's (no known "
@@ -490,7 +548,8 @@ class SentencePieceTokenizer(TemplateTokenizer):
             )
         if config.get("sp_model_kwargs"):
             raise ValueError(
-                f"{where}: {config_file!r} sets sp_model_kwargs={config['sp_model_kwargs']!r}; "
+                f"{where}: {config_file!r} sets sp_model_kwargs="
+                f"{_shown(config['sp_model_kwargs'])}; "
                 "only SentencePiece's plain encoding (no sampling) is supported"
             )
         if config.get("add_prefix_space") is False:
@@ -504,7 +563,8 @@ class SentencePieceTokenizer(TemplateTokenizer):
                     value = config[option]
                     if not isinstance(value, bool):
                         raise ValueError(
-                            f"{where}: {config_file!r} sets {option}={value!r}; it must be true "
+                            f"{where}: {config_file!r} sets {option}="
+                            f"{_shown(value)}; it must be true "
                             "or false"
                         )
                     kwargs[option] = value
@@ -653,6 +713,8 @@ class SentencePieceTokenizer(TemplateTokenizer):
         )
         if self._style == "albert":
             texts = self._albert_preprocess(texts)
+        if self._unknown_run is not None:
+            texts = _cut_unknown_runs(texts, self._unknown_run)
         ids = self._sentencepiece.tokenize(texts)
         ids = tf.RaggedTensor.from_row_splits(
             tf.cast(ids.flat_values, tf.int32), tf.cast(ids.row_splits, tf.int64)
@@ -679,6 +741,17 @@ class SentencePieceTokenizer(TemplateTokenizer):
         if options["do_lower_case"]:
             texts = _lower(texts)  # str.lower of the whole text
         return texts
+
+
+def _cut_unknown_runs(texts: tf.Tensor, pattern: str) -> tf.Tensor:
+    """``texts`` with the runs of unknown characters that ``pattern`` matches cut to its group
+    1, in the texts of more than :data:`_CUT_ABOVE_BYTES` bytes: in a shorter one a run costs
+    SentencePiece a millisecond at most, less than the pattern would."""
+    long = tf.cast(tf.strings.length(texts) > _CUT_ABOVE_BYTES, tf.int32)
+    parts = tf.dynamic_partition(texts, long, 2)
+    positions = tf.dynamic_partition(tf.range(tf.size(texts)), long, 2)
+    cut = tf.strings.regex_replace(parts[1], pattern, r"\1")
+    return tf.reshape(tf.dynamic_stitch(positions, [parts[0], cut]), tf.shape(texts))
 
 
 def _lower(texts: tf.Tensor) -> tf.Tensor:
