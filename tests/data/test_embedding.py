@@ -351,3 +351,19 @@ def test_embedding_without_file_is_random():
 def test_embedding_bad_hparams(hparams, key, message):
     with pytest.raises(HParamsError, match=f"hparams '{key}': .*{message}"):
         Embedding({"a": 0}, hparams)
+
+
+def read_glove(path, vocab_path):
+    """A sandbox case: load_glove of ``path`` for the vocabulary at ``vocab_path``."""
+    return load_glove(path, Vocab(vocab_path), dim=4).shape[0]
+
+
+def test_a_fifo_or_device_as_vector_file_is_refused_without_blocking(sandbox, tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("the\ncat\n")
+    fifo = tmp_path / "vectors.txt"
+    os.mkfifo(fifo)
+    for path, said in ((fifo, "a FIFO (named pipe)"), ("/dev/zero", "a device")):
+        sandbox.expect_error(
+            read_glove, str(path), str(vocab), error="EmbeddingFileError", contains=(said,)
+        )

@@ -15,6 +15,7 @@ counts: :mod:`texkit.data.input_report`) and builds the ``tf.data`` pipeline:
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -23,7 +24,13 @@ import tensorflow as tf
 from texkit.configurable import Configurable
 from texkit.data import sources
 from texkit.data.fields import Field
-from texkit.data.input_report import _CHUNK, FieldReport, InputReport, _scan_fields
+from texkit.data.input_report import (
+    _CHUNK,
+    FieldReport,
+    InputReport,
+    _scan_fields,
+    chunk_size,
+)
 from texkit.hparams import HParamsError, check_positive_int
 
 __all__ = ["DataBase", "FieldReport", "InputReport"]
@@ -90,6 +97,7 @@ class DataBase(Configurable):
         self._hparams = self.make_hparams(hparams)
         self._check_common_hparams()
         self._fields = self._make_fields()
+        self._chunk = _CHUNK  # records per vectorized call: fewer when lines are long (_scan)
         self._report = self._scan()
         self._dataset: tf.data.Dataset | None = None
         self._shard_sizes_cache: dict[int, list[int]] = {}
@@ -164,7 +172,13 @@ class DataBase(Configurable):
         """Per field: (source names, dataset of raw records, or with ``numbered`` of
         ``(file index, line number, raw record)``)."""
         if self.hparams.source == "files":
-            return [(paths, f.read(paths, numbered)) for f in self._fields for paths in [f.paths()]]
+            if numbered:  # the scan: every file's bytes are read once first
+                for field in self._fields:
+                    field.scan_files()
+            return [
+                ([file.path for file in field.scanned], field.read(numbered))
+                for field in self._fields
+            ]
         tfds_hp = self.hparams.tfds
         examples = self._tfds().enumerate(start=1)
         where = [f"tfds:{tfds_hp.name}[{tfds_hp.split}]"]
@@ -184,13 +198,22 @@ class DataBase(Configurable):
         return tf.data.Dataset.zip(tuple(records))
 
     def _scan(self) -> InputReport:
-        return _scan_fields(
-            self._fields,
-            self._field_records(numbered=True),
-            self._raw_examples,
-            self._check,
-            self._parallel(),
-        )
+        records = self._field_records(numbered=True)
+        self._chunk = chunk_size(max(field.longest_record for field in self._fields))
+        try:
+            return _scan_fields(
+                self._fields,
+                records,
+                self._raw_examples,
+                self._check,
+                self._parallel(),
+                self._chunk,
+            )
+        except tf.errors.OpError as error:  # a file changed while it was scanned
+            explained = self._explain(error)
+            if explained is None:
+                raise
+            raise explained from None
 
     def _check(self, raws: Sequence[Any]) -> tuple[list[Any], Any]:
         """(clean values per field, skip) for ``[n]`` raw records of every field."""
@@ -294,11 +317,16 @@ class DataBase(Configurable):
             dataset = dataset.shard(
                 input_context.num_input_pipelines, input_context.input_pipeline_id
             )
-        # Records are checked in vectorized chunks; shuffling and batching move single clean
-        # records; tokenizing, id lookup and padding run on whole batches.
+        # Records are checked in vectorized chunks (the files themselves before the first chunk
+        # and after the last, each epoch); shuffling and batching move single clean records;
+        # tokenizing, id lookup and padding run on whole batches.
         bucketing = bool(hp.bucket_boundaries or hp.batch_tokens)
         boundaries, sizes = self._bucket_sizes(batch_size, replicas) if bucketing else (None, [])
-        dataset = dataset.batch(_CHUNK).map(
+        dataset = sources.check_unchanged(
+            dataset.batch(self._chunk),
+            [(file, f"{field.key}.files") for field in self._fields for file in field.scanned],
+        )
+        dataset = dataset.map(
             lambda *raws: self._check_chunk(raws, boundaries),
             num_parallel_calls=self._parallel(),
             deterministic=True,
@@ -359,12 +387,12 @@ class DataBase(Configurable):
             # Examples were skipped: one more pass finds which shards they fell in.
             def count(start: Any, raws: tuple[Any, ...]) -> Any:
                 kept = tf.logical_not(self._check(raws)[1])
-                shard = (start * _CHUNK + tf.range(tf.size(kept, tf.int64))) % pipelines
+                shard = (start * self._chunk + tf.range(tf.size(kept, tf.int64))) % pipelines
                 return tf.math.bincount(
                     tf.boolean_mask(shard, kept), minlength=pipelines, dtype=tf.int64
                 )
 
-            chunks = self._raw_examples().batch(_CHUNK).enumerate()
+            chunks = self._raw_examples().batch(self._chunk).enumerate()
             counts = chunks.map(lambda start, raws: count(start, raws))
             total = counts.reduce(tf.zeros(pipelines, tf.int64), lambda a, b: a + b)
             self._shard_sizes_cache[pipelines] = [int(n) for n in total.numpy()]
@@ -378,7 +406,67 @@ class DataBase(Configurable):
         return self._dataset
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        return iter(self.dataset)
+        """The batches of :attr:`dataset`; a file changed since the dataset was made stops the
+        iteration with a ``ValueError`` naming it (see :meth:`check_files_unchanged`)."""
+        iterator = iter(self.dataset)
+        while True:
+            try:
+                batch = next(iterator)
+            except StopIteration:
+                return
+            except tf.errors.OpError as error:
+                explained = self._explain(error)
+                if explained is None:
+                    raise
+                raise explained from None
+            yield batch
+
+    def check_files_unchanged(self) -> None:
+        """Raises ``ValueError`` naming each input file whose size or modification time is no
+        longer what the scan at construction found.
+
+        The pipeline checks this itself before its first record and after its last, each epoch
+        (:func:`~texkit.data.sources.check_unchanged`), failing with an
+        ``InvalidArgumentError`` whose message names the file; iterating over the dataset
+        object (``for batch in data``) gives this ``ValueError`` instead. Call it to turn an
+        error raised while reading :attr:`dataset` elsewhere (e.g. in ``fit``) into one that
+        names the file."""
+        changed = [
+            sources.changed_message(path, f"{field.key}.files")
+            for field in self._fields
+            for path in sources.changed_files(field.scanned)
+        ]
+        if changed:
+            more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+            raise ValueError(changed[0] + more)
+
+    def _explain(self, error: tf.errors.OpError) -> ValueError | None:
+        """A ``ValueError`` naming the file behind a reader's error, or ``None``."""
+        try:
+            self.check_files_unchanged()
+        except ValueError as changed:
+            return changed
+        if isinstance(error, tf.errors.DataLossError):
+            # The scan read every record, so a reader's error now means a file changed even
+            # though its size and modification time did not.
+            reason = re.sub(r"\{\{[^}]*\}\}\s*", "", error.message).split("\n")[0]
+            where = "; ".join(
+                f"hparams '{field.key}.files': {_some(file.path for file in field.scanned)}"
+                for field in self._fields
+                if field.scanned
+            )
+            return ValueError(
+                f"{where}: a file no longer reads as the scan found it ({reason}): was it "
+                "changed? Rebuild the dataset"
+            )
+        return None
+
+
+def _some(paths: Any, shown: int = 3) -> str:
+    """The first ``shown`` of ``paths``, and how many more there are."""
+    paths = list(paths)
+    more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
+    return ", ".join(paths[:shown]) + more
 
 
 def _batch(dataset: tf.data.Dataset, size: Any, group: int, drop_remainder: bool) -> Any:

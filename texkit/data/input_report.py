@@ -19,8 +19,18 @@ from texkit.data.fields import Field
 __all__ = ["FieldReport", "InputReport"]
 
 _NO_ERROR = 2**62
-# Records checked and processed per vectorized call.
+# Records checked and processed per vectorized call, at most.
 _CHUNK = 1024
+# Bytes of raw records per vectorized call, at most: the checks hold a few copies of a chunk at
+# once, so lines of a megabyte are checked 16 at a time (lines of 16 KiB or less, 1,024).
+_CHUNK_BYTES = 16 << 20
+
+
+def chunk_size(longest: int) -> int:
+    """Records per vectorized call when the longest record has ``longest`` bytes.
+
+    The same records come out whatever the chunk size: the checks are per record."""
+    return max(1, min(_CHUNK, _CHUNK_BYTES // max(longest, 1)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,7 +88,9 @@ class InputReport:
         return "\n".join(lines)
 
 
-def _scan_field(field: Field, dataset: tf.data.Dataset, parallel: int) -> tuple[Any, ...]:
+def _scan_field(
+    field: Field, dataset: tf.data.Dataset, parallel: int, chunk: int
+) -> tuple[Any, ...]:
     """``field``'s counts by problem, its skipped and read records, and its first error."""
     problems = list(field.actions())
 
@@ -107,8 +119,12 @@ def _scan_field(field: Field, dataset: tf.data.Dataset, parallel: int) -> tuple[
         tf.constant([_NO_ERROR, _NO_ERROR], tf.int64),
         tf.constant(""),
     )
-    chunks = dataset.batch(_CHUNK).map(flags, num_parallel_calls=parallel)
-    counts, first, text = chunks.reduce(initial, add)
+    chunks = dataset.batch(chunk).map(flags, num_parallel_calls=parallel)
+    # The scan stops after the first chunk with an error: the rest cannot change the outcome
+    # (a file of a billion bad lines fails in its first chunk, not after all of them).
+    chunks = chunks.scan(False, lambda seen, item: (tf.logical_or(seen, item[1]), (seen, item)))
+    chunks = chunks.take_while(lambda seen, item: tf.logical_not(seen))
+    counts, first, text = chunks.reduce(initial, lambda state, element: add(state, element[1]))
     counts = counts.numpy().tolist()
     found = dict(zip(problems, counts[:-2], strict=True))
     return found, counts[-2], counts[-1], (first.numpy().tolist(), text.numpy())
@@ -120,18 +136,19 @@ def _scan_fields(
     raw_examples: Callable[[], tf.data.Dataset],
     check: Callable[[Sequence[Any]], tuple[list[Any], Any]],
     parallel: int,
+    chunk: int = _CHUNK,
 ) -> InputReport:
     """The :class:`InputReport` of ``fields``, each read from its entry of ``records`` (source
     names, and a dataset of ``(file index, line number, raw record)``).
 
     ``raw_examples`` gives the fields' raw records zipped and ``check`` the skip flags of a chunk
     of them (:meth:`DataBase._check`): only needed to count the examples skipped when more than
-    one field skips some. Raises ``ValueError`` at the first error, or if the fields' record
-    counts differ.
+    one field skips some. ``chunk`` records are checked per vectorized call. Raises
+    ``ValueError`` at the first error, or if the fields' record counts differ.
     """
     reports, skips, totals = [], [], []
     for field, (names, dataset) in zip(fields, records, strict=True):
-        counts, skipped, num_records, (first, text) = _scan_field(field, dataset, parallel)
+        counts, skipped, num_records, (first, text) = _scan_field(field, dataset, parallel, chunk)
         if first[0] != _NO_ERROR:
             where = f"{names[first[0]]}:{first[1]}"
             raise ValueError(f"{where}: {field.error_message(text)} (hparams '{field.key}')")
@@ -147,7 +164,7 @@ def _scan_fields(
     if sum(1 for s in skips if s) <= 1:
         skipped = max(skips)
     else:
-        chunks = raw_examples().batch(_CHUNK)
+        chunks = raw_examples().batch(chunk)
         skips_of = chunks.map(lambda *raws: tf.reduce_sum(tf.cast(check(raws)[1], tf.int64)))
         skipped = int(skips_of.reduce(tf.constant(0, tf.int64), lambda a, b: a + b))
     return InputReport(tuple(reports), total - skipped, skipped)

@@ -12,6 +12,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from texkit.data import sources
 from texkit.data.data_base import DataBase
 from texkit.data.fields import Field
 from texkit.data.text_data import TEXT_FIELD_DOC, TextField, text_field_defaults
@@ -34,6 +35,7 @@ def scalar_field_defaults() -> dict:
         "compression_type": "",
         "data_type": "int",
         "data_name": "data",
+        "max_line_bytes": sources.MAX_LINE_BYTES,
         "tfds_feature": "label",
     }
 
@@ -44,6 +46,8 @@ SCALAR_FIELD_DOC = {
     "compression_type": "'', 'GZIP' or 'ZLIB'.",
     "data_type": "'int' (int32) or 'float' (float32).",
     "data_name": "The batch key of the values.",
+    "max_line_bytes": "Most bytes in one line of the files (1 MiB): a longer line is an error "
+    "naming file and line, found before the line is read whole.",
     "tfds_feature": "The feature's name when source is 'tfds'.",
 }
 

@@ -16,7 +16,9 @@ Tokens are split at ``delimiter`` (ASCII whitespace by default), or by a ``token
 the constructor: any function from a ``[n]`` string tensor to an ``[n, None]`` string
 ``RaggedTensor`` that runs in the graph, e.g. ``tensorflow_text.UnicodeScriptTokenizer().tokenize``.
 Lines go through the bad-input policy of :mod:`texkit.data.sources` (empty lines, invalid UTF-8,
-over-long lines), and every skipped or repaired line is counted in ``data.report``.
+over-long lines), and every skipped or repaired line is counted in ``data.report``. A line of more
+than ``max_line_bytes`` bytes (1 MiB by default) is an error naming the file and line, found
+before TensorFlow's reader would hold it whole: raise the hparam for files of longer lines.
 """
 
 from __future__ import annotations
@@ -28,9 +30,9 @@ import tensorflow as tf
 
 from texkit.data import sources
 from texkit.data.data_base import DataBase
-from texkit.data.fields import Field
+from texkit.data.fields import Field, check_key_int
 from texkit.data.vocab import Vocab, split_tokens
-from texkit.hparams import HParamsError, check_positive_int
+from texkit.hparams import HParamsError
 
 __all__ = ["MonoTextData", "PairedTextData", "TextField", "text_field_defaults", "TEXT_FIELD_DOC"]
 
@@ -55,6 +57,7 @@ def text_field_defaults(bos_token: str = "<BOS>", tfds_feature: str = "text") ->
         "pad_to_max_seq_length": False,
         "empty_line_mode": "skip",
         "invalid_utf8_mode": "replace",
+        "max_line_bytes": sources.MAX_LINE_BYTES,
         "tfds_feature": tfds_feature,
     }
 
@@ -73,6 +76,8 @@ TEXT_FIELD_DOC = {
     "empty_line_mode": "Empty or blank lines: 'skip' or 'keep' (counted either way).",
     "invalid_utf8_mode": "Lines with invalid UTF-8: 'replace' (with U+FFFD), 'skip' or "
     "'error' (counted either way).",
+    "max_line_bytes": "Most bytes in one line of the files (1 MiB): a longer line is an error "
+    "naming file and line, found before the line is read whole.",
     "tfds_feature": "The text feature's name when source is 'tfds'.",
 }
 
@@ -103,7 +108,7 @@ class TextField(Field):
                 raise HParamsError(
                     f"expected one of {list(choices)}, got {hparams[mode]!r}", f"{key}.{mode}"
                 )
-        check_positive_int(hparams, "max_seq_length", optional=True)
+        check_key_int(hparams, "max_seq_length", key, optional=True)
         if hparams.pad_to_max_seq_length and hparams.max_seq_length is None:
             raise HParamsError(
                 "pad_to_max_seq_length needs max_seq_length", f"{key}.pad_to_max_seq_length"

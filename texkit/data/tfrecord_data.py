@@ -10,8 +10,10 @@ Features are declared in hparams as ``name: [dtype, kind, shape]``:
 
 With ``int64_as_int32`` (default) int64 features become int32, which TPUs prefer.
 
-Every file is read once at construction: a missing file, a corrupted file or a record without
-a declared feature is an error naming the file, before training starts.
+Every file is read once at construction: a missing file, a corrupted file, a record without
+a declared feature or one longer than ``max_record_bytes`` (256 MiB by default) is an error naming
+the file, before training starts. A file changed after that (cut short, replaced) is an error
+naming it when it is next read (each epoch).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import tensorflow as tf
 from texkit.data import sources
 from texkit.data.data_base import DataBase
 from texkit.data.fields import Field
-from texkit.data.input_report import FieldReport, InputReport
+from texkit.data.input_report import FieldReport, InputReport, chunk_size
 from texkit.hparams import HParamsError
 
 __all__ = ["TFRecordData", "write_tfrecords"]
@@ -114,6 +116,7 @@ class TFRecordField(Field):
 
     reader = tf.data.TFRecordDataset
     reads_text = False
+    limit_key = "max_record_bytes"
 
     def __init__(self, name: str, key: str, hparams: Any):
         super().__init__(name, key, hparams)
@@ -186,6 +189,9 @@ class TFRecordData(DataBase):
         "dataset.features": "{name: [dtype, kind, shape]}: see texkit.data.tfrecord_data.",
         "dataset.int64_as_int32": "Give int64 features as int32.",
         "dataset.length_feature": "The var feature whose length buckets examples ('': none).",
+        "dataset.max_record_bytes": "Most bytes in one record (256 MiB): a longer record, or "
+        "one that claims more bytes than its file holds, is an error naming the file, found "
+        "before TensorFlow's reader allocates it.",
     }
 
     @classmethod
@@ -198,6 +204,7 @@ class TFRecordData(DataBase):
                 "features": None,
                 "int64_as_int32": True,
                 "length_feature": "",
+                "max_record_bytes": sources.MAX_RECORD_BYTES,
             },
             "name": "tfrecord",
         }
@@ -209,13 +216,15 @@ class TFRecordData(DataBase):
 
     def _scan(self) -> InputReport:
         field = self._fields[0]
-        paths = sources.check_files(list(field.hparams.files), "dataset.files")
-        sources.check_raw_files(paths, field.hparams.compression_type, "dataset.files", text=False)
+        paths = field.scan_files()
+        self._chunk = chunk_size(field.longest_record)
         total = 0
-        for path in paths:
-            records = tf.data.TFRecordDataset(path, compression_type=field.hparams.compression_type)
+        for scanned in field.scanned:
+            records = sources.read_scanned(
+                [scanned], field.hparams.compression_type, field.reader, "dataset.files", True
+            ).map(lambda index, number, record: record)
             # Parsing validates every record; the count is of the raw records.
-            parsed = records.batch(1024).map(
+            parsed = records.batch(self._chunk).map(
                 lambda raw: (tf.size(raw, tf.int64), field.process(raw))
             )
             try:
@@ -223,6 +232,6 @@ class TFRecordData(DataBase):
                 total += int(sizes.reduce(tf.constant(0, tf.int64), lambda n, size: n + size))
             except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
                 reason = re.sub(r"\{\{[^}]*\}\}\s*", "", error.message).split("\n")[0]
-                raise ValueError(f"{path}: unreadable TFRecord file: {reason}") from None
+                raise ValueError(f"{scanned.path}: unreadable TFRecord file: {reason}") from None
         report = FieldReport(field.name, tuple(paths), total, {}, {})
         return InputReport((report,), total, 0)

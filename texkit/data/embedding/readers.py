@@ -24,6 +24,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import tensorflow as tf
 
+from texkit import files
 from texkit.data.embedding.table import EmbeddingFileError, PretrainedEmbedding, _Rows
 
 __all__ = ["load_glove", "load_word2vec"]
@@ -90,7 +91,8 @@ def _open(path: str) -> Any:
         raise FileNotFoundError(f"embedding file not found: {path}")
     if tf.io.gfile.isdir(path):
         raise EmbeddingFileError(f"{path}: is a folder, expected a vector file")
-    return tf.io.gfile.GFile(path, "rb")
+    # A FIFO or a device is refused without blocking (a FIFO would wait forever).
+    return files.open_regular(path, error=EmbeddingFileError)
 
 
 def _lines(stream: _ByteStream, rows: _Rows, first_line: int) -> Any:
