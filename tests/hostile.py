@@ -34,6 +34,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ADDRESS_SPACE_CAP = 3 << 30  # bytes
 DEFAULT_TIMEOUT = 30.0  # seconds for one case
+# A child whose address space has grown by this much since it started is replaced before the
+# next case, so that every case has about the same room under the cap.
+REFRESH_AFTER = 256 << 20
 
 
 @dataclasses.dataclass
@@ -69,7 +72,8 @@ class Sandbox:
             env=env,
         )
         ready = self._answer(120.0)
-        assert ready == {"ready": True}, f"the sandbox did not start: {ready}"
+        assert ready is not None and ready.get("ready"), f"the sandbox did not start: {ready}"
+        self.started_with = ready["address_space"]
 
     def stop(self) -> None:
         if self.process is not None:
@@ -102,9 +106,12 @@ class Sandbox:
             self.stop()
             what = "the sandbox died" if died else f"it took longer than {timeout:.0f} s"
             pytest.fail(f"{call}{tuple(args)}: {what}", pytrace=False)
+        grown = answer.pop("address_space") - self.started_with
         outcome = Outcome(seconds=seconds, **answer)
         if outcome.raised in ("MemoryError", "ResourceExhaustedError", "RecursionError"):
             self.stop()  # the child may be left in a bad state
+        elif grown > REFRESH_AFTER:
+            self.stop()  # what earlier cases keep (models, caches) would eat a later one's room
         return outcome
 
     def expect_error(
@@ -137,6 +144,15 @@ def _call(name: str) -> Any:
     return target
 
 
+def _address_space() -> int:
+    """This process's address space in bytes (``VmSize``), which ``RLIMIT_AS`` caps."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def serve(cap: int) -> None:
     """The child's loop (runs in the child process)."""
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
@@ -144,7 +160,7 @@ def serve(cap: int) -> None:
     os.dup2(2, 1)  # what cases print goes to stderr, never into the answers
     import texkit  # noqa: F401 - imported once, before the first case is timed
 
-    answers.write(json.dumps({"ready": True}) + "\n")
+    answers.write(json.dumps({"ready": True, "address_space": _address_space()}) + "\n")
     answers.flush()
     for line in sys.stdin:
         request = json.loads(line)
@@ -158,6 +174,7 @@ def serve(cap: int) -> None:
             if names[0] in ("AssertionError", "TypeError", "AttributeError", "KeyError"):
                 message += "\n" + traceback.format_exc()[-4000:]
             answer = {"error": names, "message": message}
+        answer["address_space"] = _address_space()
         answers.write(json.dumps(answer) + "\n")
         answers.flush()
 

@@ -235,7 +235,7 @@ def test_a_missing_or_broken_checkpoint_is_one_line_naming_it(tmp_path, capsys):
     broken.write_bytes(broken.read_bytes()[:100])  # truncated
     assert main(["evaluate", written, "--include", TOY]) == 2
     error = capsys.readouterr().err
-    assert "ckpt-20' cannot be restored into this model" in error and "Traceback" not in error
+    assert "ckpt-20' cannot be read" in error and "Traceback" not in error
 
 
 def test_misused_paths_are_one_line_each_before_anything_runs(tmp_path, capsys):
@@ -321,6 +321,11 @@ def trained_run(tmp_path_factory):
     (folder / "served").mkdir()
     (folder / "served" / "keep.txt").write_text("a user's file")
     (folder / "afile").write_text("a user's file")
+    (folder / "digits.yaml").write_text("run:\n  train_steps: " + "9" * 5000 + "\n")
+    # Texar configs that fail when run: a syntax error, an exception, a KeyboardInterrupt.
+    (folder / "syntax.py").write_text("emb = {'dim': 4}\nenc = {'dim':\n")
+    (folder / "raises.py").write_text("emb = {'dim': 4}\nraise RuntimeError('boom')\n")
+    (folder / "interrupts.py").write_text("\n\nraise KeyboardInterrupt\n")
     return folder
 
 
@@ -356,10 +361,24 @@ MISUSES = [
     ("hparams WordEmbedder dim=-3", 2, "'dim': expected a positive int, got -3"),
     ("hparams os.system", 2, "refusing"),
     ("migrate {run}/missing.py --model x", 2, "missing.py does not exist"),
+    # Issue 29: nesting, digits, a missing TPU, an existing output, configs that fail when run.
+    (f"train {{run}}/experiment.yaml {'.'.join(['a'] * 2000)}=1", 2, "override key of 2,000 parts"),
+    (f"train {{run}}/experiment.yaml run.train_steps={'9' * 5000}", 2, "'run.train_steps'"),
+    ("train {run}/digits.yaml", 2, "the value of 'train_steps': an integer of 5,000 digits"),
+    (f"hparams WordEmbedder dim={'9' * 5000}", 2, "'dim': cannot parse the value"),
+    ("hparams SinusoidsPositionEmbedder dim=1000000000", 2, "'dim': expected at most 1048576"),
+    ("train {run}/experiment.yaml distribution.type=tpu", 2, "'distribution.type': 'tpu': no TPU"),
+    ("predict {run}/model/hparams.yaml --output {run}/afile", 2, "exists; give --overwrite"),
+    ("predict {run}/model/hparams.yaml --output {run}/no/p.jsonl", 2, "does not exist"),
+    ("migrate {run}/syntax.py --model x", 2, "syntax.py, line 2 failed when run as Python"),
+    ("migrate {run}/raises.py --model x", 2, "raises.py, line 2 failed when run as Python"),
+    ("migrate {run}/interrupts.py --model x", 2, "interrupts.py, line 3 failed when run as"),
 ]
 
 
-@pytest.mark.parametrize("command, code, says", MISUSES, ids=[m[0] or "nothing" for m in MISUSES])
+@pytest.mark.parametrize(
+    "command, code, says", MISUSES, ids=[m[0][:60] or "nothing" for m in MISUSES]
+)
 def test_a_misused_command_is_one_clear_line_and_changes_nothing(
     trained_run, capsys, command, code, says
 ):
@@ -379,6 +398,7 @@ def test_a_misused_command_is_one_clear_line_and_changes_nothing(
         assert error.count("\n") == 1, error
     assert (sorted(os.listdir(trained_run)), sorted(os.listdir(trained_run / "model"))) == before
     assert (trained_run / "served" / "keep.txt").read_text() == "a user's file"
+    assert (trained_run / "afile").read_text() == "a user's file"
 
 
 def _without_root_overrides():

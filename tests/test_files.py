@@ -81,7 +81,9 @@ def test_a_link_to_a_regular_file_is_followed(tmp_path):
 def test_sizes_over_the_limit_are_refused_before_reading(tmp_path):
     path = tmp_path / "big.txt"
     path.write_bytes(b"x" * 101)
-    with pytest.raises(Refused, match=r"big.txt: 101 bytes, more than a vocabulary may have \(100\)"):
+    with pytest.raises(
+        Refused, match=r"big.txt: 101 bytes, more than a vocabulary may have \(100\)"
+    ):
         files.read_bytes(path, 100, error=Refused, what="vocabulary")
     path.write_bytes(b"x" * 100)
     assert files.read_bytes(path, 100) == b"x" * 100  # exactly the limit is read

@@ -759,3 +759,75 @@ def test_overriding_a_type_in_a_resolved_config_keeps_only_the_kwargs_it_accepts
 def test_equal_hparams_hash_equally():
     assert HParams({"a": 1}, None) == HParams({"a": 1.0}, None)
     assert hash(HParams({"a": 1}, None)) == hash(HParams({"a": 1.0}, None))
+
+
+# -- integers, depth and size limits of configs ----------------------------------------------------
+
+
+def test_a_yaml_integer_longer_than_any_size_names_its_key_and_line(tmp_path):
+    from texkit.errors import MAX_DIGITS
+
+    path = tmp_path / "config.yaml"
+    path.write_text("encoder:\n  num_blocks: " + "9" * 5000 + "\n")
+    with pytest.raises(HParamsError) as info:
+        HParams.from_yaml(path, model_defaults())
+    message = str(info.value)
+    assert str(path) in message and "'num_blocks'" in message and "line 2" in message
+    assert "5,000 digits" in message and "\n" not in message and len(message) < 400
+    # In a list the line alone says where; MAX_DIGITS digits are still read.
+    path.write_text("sizes: [1, " + "7" * 40 + "]\n")
+    with pytest.raises(HParamsError, match="line 1, column 12"):
+        HParams.from_yaml(path, None, allow_new_hparam=True)
+    path.write_text(f"big: {'9' * MAX_DIGITS}\nhex: 0x{'f' * MAX_DIGITS}\nsep: 1_000\n")
+    read = HParams.from_yaml(path, None, allow_new_hparam=True)
+    assert read.big == int("9" * MAX_DIGITS) and read.hex == int("f" * MAX_DIGITS, 16)
+    assert read.sep == 1000
+
+
+def test_an_override_integer_longer_than_any_size_names_its_key():
+    with raises_at("encoder.num_blocks", "5,000 digits") as info:
+        apply_overrides({}, ["encoder.num_blocks=" + "9" * 5000])
+    assert "\n" not in str(info.value) and len(str(info.value)) < 400
+    with raises_at("sizes", "40 digits"):
+        apply_overrides({}, ["sizes=[1, " + "7" * 40 + "]"])
+
+
+def test_an_override_key_deeper_than_any_config_is_one_short_error():
+    key = ".".join(["a"] * 2000)
+    with pytest.raises(HParamsError, match="2,000 parts") as info:
+        apply_overrides({}, [key + "=1"])
+    assert len(str(info.value)) < 300
+    # A value nested deep under a long key: the sum is checked.
+    with pytest.raises(HParamsError, match="nested deeper than 64 levels"):
+        apply_overrides({}, [".".join(["a"] * 60) + "=[[[[[[1]]]]]]"])
+
+
+def test_a_yaml_error_is_one_line_with_its_place(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("a: {b: 1\n")
+    with pytest.raises(HParamsError) as info:
+        HParams.from_yaml(path, None, allow_new_hparam=True)
+    message = str(info.value)
+    assert str(path) in message and "line 2, column 1" in message and "\n" not in message
+
+
+def test_a_config_file_larger_than_the_limit_is_refused_and_the_limit_can_be_raised(
+    tmp_path, monkeypatch
+):
+    from texkit import files
+
+    path = tmp_path / "config.yaml"
+    path.write_text("encoder:\n  num_blocks: 6\n")
+    size = path.stat().st_size
+    monkeypatch.setattr(files, "MAX_CONFIG_BYTES", size - 1)
+    with pytest.raises(HParamsError, match=f"{size:,} bytes") as info:
+        HParams.from_yaml(path, model_defaults())
+    assert "MAX_CONFIG_BYTES" in str(info.value)
+    monkeypatch.setattr(files, "MAX_CONFIG_BYTES", size)
+    assert HParams.from_yaml(path, model_defaults()).encoder.num_blocks == 6
+
+
+def test_a_huge_python_int_is_reported_without_printing_it():
+    # repr() of an int past 4,300 digits raises ValueError; the message says its size instead.
+    with raises_at("num_blocks", "5,000 digits"):
+        tx.modules.TransformerEncoder({"num_blocks": 10**4999})

@@ -4,7 +4,7 @@ texkit hparams WordEmbedder                  # a class's default hparams, as doc
 texkit hparams WordEmbedder dim=64           # ... with overrides applied and validated
 texkit train EXPERIMENT.yaml [key=value ...] # train (resuming from run.model_dir)
 texkit evaluate EXPERIMENT.yaml [--split test]
-texkit predict EXPERIMENT.yaml --output predictions.jsonl [--split test]
+texkit predict EXPERIMENT.yaml --output predictions.jsonl [--split test] [--overwrite]
 texkit export EXPERIMENT.yaml --output serving/ [--overwrite]
 texkit migrate TEXAR_CONFIG.py --model BUILDER [--base EXPERIMENT.yaml] [--output X.yaml] ...
 
@@ -17,7 +17,12 @@ imports a file of your own that registers more (a file inside a package, such as
 ``examples/bert_classifier/train.py``, is imported as part of it). A YAML file itself can only name
 code, never import it. ``evaluate``, ``predict`` and ``export`` load the latest checkpoint of
 ``run.model_dir`` (or ``--checkpoint``); the ``hparams.yaml`` that training wrote there is itself
-an experiment file.
+an experiment file. ``predict`` and ``export`` never replace an existing output unless given
+``--overwrite``. ``migrate`` runs the Texar config file as Python (it is your code, as
+``--include`` files are).
+
+A mistake in the command line or the config (a key, a value, a path, a file that cannot be read)
+is one line on stderr and exit code 2, found before anything is written.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from texkit import registry
+from texkit import files, registry
 from texkit.hparams import HParams, HParamsError, apply_overrides
 
 
@@ -131,8 +136,9 @@ def _include(path: str) -> None:
     own, with its folder on ``sys.path`` so that it can import its neighbours.
     """
     path = os.path.abspath(path)
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         raise FileNotFoundError(f"--include: no such file: {path}")
+    files.check_regular_file(path, context="--include")
     if not path.endswith(".py"):
         raise ValueError(
             f"--include: {path} is not a Python file (.py); a YAML config is the command's first "
@@ -197,11 +203,27 @@ def _to_list(value: Any) -> Any:
     return value.tolist() if hasattr(value, "tolist") else value
 
 
+def check_predictions_path(path: str, overwrite: bool) -> None:
+    """Refuses ``--output`` of ``texkit predict`` before anything runs: a folder, anything that is
+    not a regular file, a file that exists (unless ``overwrite``), a folder that does not exist."""
+    if os.path.isdir(path):
+        raise FileExistsError(f"--output {path!r} is a directory; give a file path")
+    if os.path.lexists(path):
+        if not os.path.isfile(path):
+            raise FileExistsError(f"--output {path!r} exists and is not a regular file")
+        if not overwrite:
+            raise FileExistsError(
+                f"--output {path!r} exists; give --overwrite to replace it, or another path"
+            )
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"--output {path!r}: the folder {folder!r} does not exist")
+
+
 def _run_command(args: argparse.Namespace) -> int:
-    output = getattr(args, "output", None)
-    if args.command == "predict" and output and os.path.isdir(output):
+    if args.command == "predict":
         # Checked before anything runs: predictions are one JSON-lines file.
-        raise FileExistsError(f"--output {output!r} is a directory; give a file path")
+        check_predictions_path(args.output, args.overwrite)
     hparams = _experiment(args)
     if args.command == "train":
         trainer = _trainer(hparams, None, restore=False)
@@ -257,6 +279,10 @@ def _add_run_arguments(command: argparse.ArgumentParser, name: str) -> None:
         command.add_argument("--split", default="eval" if name == "evaluate" else "test")
     if name in ("predict", "export"):
         command.add_argument("--output", required=True, help="the file or folder to write")
+    if name == "predict":
+        command.add_argument(
+            "--overwrite", action="store_true", help="replace the file at --output if it exists"
+        )
     if name == "export":
         command.add_argument(
             "--overwrite", action="store_true",
@@ -295,8 +321,18 @@ def main(argv: list[str] | None = None) -> int:
     show.add_argument("overrides", nargs="*", help="key=value overrides, e.g. dim=64")
     for name, text in _RUN_COMMANDS.items():
         _add_run_arguments(commands.add_parser(name, help=text), name)
-    migrate = commands.add_parser("migrate", help="a Texar config file as a texkit experiment")
-    migrate.add_argument("config", help="the Texar config (a Python file of dicts)")
+    migrate = commands.add_parser(
+        "migrate",
+        help="a Texar config file as a texkit experiment",
+        description=(
+            "Writes a Texar config file as a texkit experiment YAML. The config file is run as "
+            "Python to read its variables: it is your code, as --include files are; run only "
+            "files you trust."
+        ),
+    )
+    migrate.add_argument(
+        "config", help="the Texar config: a Python file of dicts, run as Python (trusted code)"
+    )
     migrate.add_argument("--model", required=True, help="the model builder its sections feed")
     migrate.add_argument("--data", help="the data builder of the experiment")
     migrate.add_argument(

@@ -14,13 +14,13 @@ the defaults; :func:`undocumented_hparams` lets a test check that every key has 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
 import keras
 
 from texkit import _compat, registry
-from texkit.errors import HParamsError
+from texkit.errors import MAX_DEPTH, HParamsError, check_depth
 from texkit.hparams import HParams
 
 __all__ = [
@@ -91,6 +91,27 @@ def undocumented_hparams(cls: type) -> tuple[list[str], list[str]]:
     return [p for p in paths if p not in docs], [p for p in docs if p not in paths]
 
 
+def _named_arguments(cls: type, args: tuple, kwargs: dict) -> Iterator[tuple[str, Any]]:
+    """``(name, value)`` of the arguments of ``cls(*args, **kwargs)`` (by position when they do
+    not fit the constructor's signature, which the constructor then reports)."""
+    try:
+        bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
+    except (TypeError, ValueError):
+        yield from ((f"#{index}", value) for index, value in enumerate(args))
+        yield from kwargs.items()
+        return
+    for name, value in list(bound.arguments.items())[1:]:
+        if (
+            isinstance(value, dict)
+            and bound.signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD
+        ):
+            yield from value.items()
+        elif bound.signature.parameters[name].kind is inspect.Parameter.VAR_POSITIONAL:
+            yield from ((f"{name}[{index}]", item) for index, item in enumerate(value))
+        else:
+            yield name, value
+
+
 class Configurable:
     """Mixin for hparams-configured classes: defaults, documentation, ``self.hparams``."""
 
@@ -118,7 +139,27 @@ class Configurable:
         return self._hparams
 
 
-class ModuleBase(Configurable, keras.layers.Layer):
+class _ShallowArguments:
+    """Checks the depth of a layer's constructor arguments before Keras' ``Layer.__new__`` walks
+    them recursively (for its automatic config): hparams nested a thousand levels deep would end
+    there in a RecursionError. (A mixin after :class:`ModuleBase` in the MRO, so that
+    ``inspect.signature`` of a module class still shows its ``__init__``.)"""
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        for name, value in _named_arguments(cls, args, kwargs):
+            try:
+                check_depth(value)
+            except HParamsError as error:
+                if name == "hparams":
+                    raise
+                raise ValueError(
+                    f"{cls.__name__}: the argument {name} nests deeper than {MAX_DEPTH} levels "
+                    f"(at {error.path})"
+                ) from None
+        return super().__new__(cls, *args, **kwargs)
+
+
+class ModuleBase(Configurable, _ShallowArguments, keras.layers.Layer):
     """Base class of texkit modules: a Keras layer configured by hparams.
 
     * ``__init__(hparams=None, **kwargs)`` merges ``hparams`` into :meth:`default_hparams`

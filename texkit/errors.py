@@ -25,21 +25,62 @@ MAX_DEPTH = 64
 MAX_DIGITS = 30
 
 
-def check_depth(value: Any, what: str = "hparams") -> None:
+def check_depth(value: Any, what: str = "") -> None:
     """Raises :class:`HParamsError` when ``value``'s dicts and lists nest deeper than
-    :data:`MAX_DEPTH` (checked without recursion, so any depth is reported, not crashed on)."""
-    stack = [(value, 0)]
+    :data:`MAX_DEPTH`, its path the keys down to where the limit was passed (the middle elided)
+    and ``what`` (if given) starting its message. Checked without recursion, so any depth is
+    reported, not crashed on; only containers are visited, so a long flat list costs no copy."""
+    if not _is_container(value):
+        return
+    # Each entry: (container, its depth, the entry of its parent, its key there).
+    stack: list[tuple[Any, int, Any, Any]] = [(value, 0, None, None)]
     while stack:
-        node, depth = stack.pop()
+        entry = stack.pop()
+        node, depth = entry[0], entry[1]
         if isinstance(node, dict) or hasattr(node, "todict"):
-            children = list(node.values())
-        elif isinstance(node, (list, tuple)):
-            children = list(node)
+            items: Iterable[tuple[Any, Any]] = node.items()
+        elif not any(map(_is_container_type, set(map(type, node)))):
+            continue  # a list of numbers (an init_value) is skipped at C speed
         else:
-            continue
-        if depth >= MAX_DEPTH:
-            raise HParamsError(f"{what} nest deeper than {MAX_DEPTH} levels")
-        stack.extend((child, depth + 1) for child in children)
+            items = enumerate(node)
+        for key, child in items:
+            if not _is_container(child):
+                continue
+            if depth + 1 >= MAX_DEPTH:
+                message = f"nested deeper than {MAX_DEPTH} levels"
+                raise HParamsError(
+                    f"{what} {message}" if what else message, _depth_path(entry, key)
+                )
+            stack.append((child, depth + 1, entry, key))
+
+
+def _is_container(value: Any) -> bool:
+    return isinstance(value, (dict, list, tuple)) or hasattr(value, "todict")
+
+
+def _is_container_type(kind: type) -> bool:
+    return issubclass(kind, (dict, list, tuple)) or hasattr(kind, "todict")
+
+
+def _depth_path(entry: tuple, key: Any) -> str:
+    """The dotted path of ``key`` under ``entry``, its middle elided (it is ``MAX_DEPTH`` long)."""
+    keys = [key]
+    while entry is not None and entry[2] is not None:
+        keys.append(entry[3])
+        entry = entry[2]
+    keys.reverse()
+    parts = [_short_key(k) for k in keys]
+    if len(parts) > 8:
+        parts = parts[:4] + [f"...({len(parts) - 6} more levels)..."] + parts[-2:]
+    return ".".join(parts)
+
+
+def _short_key(key: Any) -> str:
+    try:
+        text = key if isinstance(key, str) else repr(key)
+    except ValueError:  # an int too long to print
+        text = f"<{type(key).__name__}>"
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def join_path(path: str, key: Any) -> str:

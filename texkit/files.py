@@ -11,7 +11,9 @@ can use it:
   that needs the path rather than an open file (safetensors, TensorFlow's readers) is handed a
   path that was just found to be a regular file.
 * **Bounded reads.** A file read whole (JSON, YAML, vocabularies) larger than its limit is
-  refused before it is read, naming the file, its size and the limit.
+  refused before it is read, naming the file, its size and the limit. The limits are this
+  module's constants, read when a file is opened: a program that must read a larger file sets
+  ``texkit.files.MAX_JSON_BYTES`` (or ``MAX_CONFIG_BYTES``) first.
 * **JSON** (:func:`read_json`): a key given twice in one object is an error (Python's ``json``
   keeps the last one silently), nesting deeper than :data:`~texkit.errors.MAX_DEPTH` levels is
   an error (not a ``RecursionError``), and so is an integer of more than
@@ -179,7 +181,7 @@ def _check_size(
             _message(
                 path,
                 f"{size:,} bytes, more than a {what} may have ({limit:,}); if the file is right, "
-                "raise the limit (see the guide on pretrained checkpoints or data)",
+                "raise the limit",
                 context,
             )
         )
@@ -235,16 +237,18 @@ def _bounded_int(path: str, error: type[Exception], context: str) -> Any:
 def read_json(
     path: str | os.PathLike,
     *,
-    limit: int = MAX_CONFIG_BYTES,
+    limit: int | None = None,
     error: type[Exception] = ValueError,
     context: str = "",
     what: str = "config file",
 ) -> Any:
     """The JSON value in the regular file ``path``, read strictly (see the module docstring):
-    at most ``limit`` bytes, UTF-8, no repeated keys, no integer longer than
-    :data:`~texkit.errors.MAX_DIGITS` digits, no nesting deeper than
-    :data:`~texkit.errors.MAX_DEPTH` levels. Every failure is ``error`` naming the file."""
+    at most ``limit`` bytes (default :data:`MAX_CONFIG_BYTES`, read when called), UTF-8, no
+    repeated keys, no integer longer than :data:`~texkit.errors.MAX_DIGITS` digits, no nesting
+    deeper than :data:`~texkit.errors.MAX_DEPTH` levels. Every failure is ``error`` naming the
+    file."""
     path = os.fspath(path)
+    limit = MAX_CONFIG_BYTES if limit is None else limit
     data = read_bytes(path, limit, error=error, context=context, what=what)
     try:
         text = data.decode("utf-8-sig")

@@ -192,6 +192,11 @@ def _defining_file(obj: Any) -> str | None:
     return os.path.realpath(path) if path else None
 
 
+# The longest type name resolved: real dotted paths have under 100 characters, and an error
+# message repeats the name.
+MAX_NAME_LENGTH = 256
+
+
 def registered_names() -> list[str]:
     """All registered names, sorted."""
     _ensure_builtins()
@@ -215,6 +220,11 @@ def resolve(name: str) -> Any:
     """
     if not isinstance(name, str) or not name:
         raise HParamsError(f"a type name must be a non-empty string, got {name!r}")
+    if len(name) > MAX_NAME_LENGTH:
+        raise HParamsError(
+            f"a type name of {len(name):,} characters ({name[:40]!r}...); names have at most "
+            f"{MAX_NAME_LENGTH}"
+        )
     _ensure_builtins()
     if name in _NAMES:
         return _NAMES[name]

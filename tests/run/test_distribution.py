@@ -53,8 +53,9 @@ def test_multi_worker_without_a_cluster_says_how_to_give_one(monkeypatch):
 
 @pytest.mark.parametrize("tpu, where", [("", "on this machine"), ("local", "at 'local'")])
 def test_tpu_without_a_tpu_fails_at_once_with_a_clear_error(tpu, where):
-    with pytest.raises(RuntimeError, match=f"no TPU found {where}"):
+    with pytest.raises(tx.HParamsError, match=f"no TPU found {where}") as error:
         tx.run.strategy_from_hparams({"type": "tpu", "tpu": tpu})
+    assert error.value.path == "type" and "\n" not in str(error.value)
 
 
 def _train(strategy, steps=20):

@@ -509,5 +509,43 @@ def test_the_tpu_yaml_holds_valid_tpu_settings():
     assert hp.data.hparams.pad_to_max_seq_length and hp.data.hparams.drop_remainder
     optimizer = tx.run.optimizer_from_hparams(hp.optimization)
     assert optimizer.global_clipnorm == 1.0
-    with pytest.raises(RuntimeError, match="no TPU found"):
+    with pytest.raises(tx.HParamsError, match="no TPU found"):
         tx.run.strategy_from_hparams(hp.distribution)
+
+
+class _LabeledNumbers:
+    """texkit data (a ScalarData of ints) as ``(features, label)`` batches for ``_dense_model``;
+    it passes the data's own file check on, as a texkit data object has it."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def make_dataset(self, input_context=None):
+        def labeled(batch):
+            value = tf.cast(batch["x"], tf.float32)[:, None]
+            return tf.tile(value, [1, 4]), batch["x"] % 2
+
+        return self.data.make_dataset(input_context).map(labeled)
+
+    def check_files_unchanged(self):
+        self.data.check_files_unchanged()
+
+
+def test_an_input_file_changed_during_training_stops_it_naming_the_file(tmp_path):
+    numbers = tmp_path / "numbers.txt"
+    numbers.write_text("".join(f"{i}\n" for i in range(8)))
+    data = tx.data.ScalarData(
+        {"dataset": {"files": [str(numbers)], "data_name": "x"}, "batch_size": 4, "seed": 0}
+    )
+
+    class AppendAfterTwoSteps(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 1:
+                with open(numbers, "a") as stream:
+                    stream.write("8\n")
+
+    trainer = tx.run.Trainer(
+        _dense_model, tx.run.Data(train=_LabeledNumbers(data)), _dense_run(train_steps=12)
+    )
+    with pytest.raises(ValueError, match="numbers.txt.*changed since the dataset was made"):
+        trainer.train(callbacks=[AppendAfterTwoSteps()])

@@ -24,7 +24,7 @@ from keras import ops
 from texkit.configurable import ModuleBase
 from texkit.core.dropout import dropout
 from texkit.core.layers import get_initializer
-from texkit.hparams import HParamsError, check_positive_int, check_rate
+from texkit.hparams import HParamsError, check_rate, check_width
 
 __all__ = [
     "KVCache",
@@ -149,7 +149,7 @@ class MultiHeadAttention(ModuleBase):
     def __init__(self, hparams: Any = None, **kwargs: Any):
         super().__init__(hparams, **kwargs)
         hp = self.hparams
-        check_positive_int(hp, "num_units", "output_dim")
+        check_width(hp, "num_units", "output_dim")
         if hp.num_heads < 1 or hp.num_units % hp.num_heads:
             raise HParamsError(
                 f"num_heads={hp.num_heads} must be positive and divide num_units={hp.num_units}",

@@ -15,7 +15,8 @@ from texkit import registry
 from texkit.core import rnn_cells
 from texkit.core.rnn_cells import default_rnn_cell_hparams, rnn_cell_hparams_doc
 from texkit.hparams import HParams, HParamsError
-from texkit.hparams.core import MAX_LAYERS, MAX_SIZE
+from texkit.hparams import core as limits
+from texkit.hparams.rules import short
 
 __all__ = [
     "BoundActivation",
@@ -170,9 +171,9 @@ def _rnn_cell_options(spec: dict, path: str) -> tuple[int, dict, bool, bool]:
     num_layers = spec.pop("num_layers", 1)
     if not isinstance(num_layers, int) or isinstance(num_layers, bool):
         raise HParamsError(f"expected a positive int, got {num_layers!r}", f"{path}.num_layers")
-    if not 1 <= num_layers <= MAX_LAYERS:
+    if not 1 <= num_layers <= limits.MAX_LAYERS:
         raise HParamsError(
-            f"expected a positive int, at most {MAX_LAYERS}, got {num_layers!r}",
+            f"expected a positive int, at most {limits.MAX_LAYERS}, got {num_layers!r}",
             f"{path}.num_layers",
         )
     dropout = default_rnn_cell_hparams()["dropout"]
@@ -231,11 +232,14 @@ def get_rnn_cell(
     units = (
         (spec.get("kwargs") or {}).get("units") if isinstance(spec.get("kwargs"), Mapping) else None
     )
-    if isinstance(units, int) and not isinstance(units, bool) and not 1 <= units <= MAX_SIZE:
+    if isinstance(units, int) and not isinstance(units, bool):
         # Keras accepts any positive int here and fails only when allocating.
-        raise HParamsError(
-            f"expected a positive int, at most {MAX_SIZE}, got {units}", f"{path}.kwargs.units"
-        )
+        if not 1 <= units <= limits.MAX_DIM:
+            raise HParamsError(
+                f"expected a positive int, at most {limits.MAX_DIM}, got {short(units)}",
+                f"{path}.kwargs.units",
+            )
+        limits.check_table_size(units, units, f"{path}.kwargs.units", "a recurrent kernel")
     keep_probs = {key: dropout[key] for key in _KEEP_PROBS}
     cells = []
     for layer_index in range(num_layers):

@@ -27,8 +27,7 @@ from texkit.core.attention import MultiHeadAttention, dense_2d
 from texkit.core.dropout import dropout
 from texkit.core.layers import get_activation
 from texkit.errors import HParamsError, hparams_scope
-from texkit.hparams import check_positive, check_positive_int, check_rate
-from texkit.hparams.core import MAX_LAYERS
+from texkit.hparams import check_layer_count, check_positive, check_rate, check_width
 
 __all__ = [
     "DecoderBlock",
@@ -64,8 +63,8 @@ def check_stack_hparams(hp: Any) -> None:
     """Checks the hparams a Transformer encoder and decoder share, naming the bad key."""
     if hp.norm not in _NORMS:
         raise HParamsError(f"expected one of {_NORMS}, got {hp.norm!r}", "norm")
-    check_positive_int(hp, "dim", "poswise_feedforward.dim")
-    check_positive_int(hp, "num_blocks", maximum=MAX_LAYERS)
+    check_width(hp, "dim", "poswise_feedforward.dim")
+    check_layer_count(hp, "num_blocks")
     check_positive(hp, "layer_norm_epsilon")
     # multihead_attention.* is checked once, by MultiHeadAttention itself (see _attention).
     check_rate(hp, "embedding_dropout", "residual_dropout")

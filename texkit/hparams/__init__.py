@@ -24,7 +24,15 @@ Config files are read with ``yaml.safe_load`` only: nothing in a file can import
 """
 
 from texkit.errors import HParamsError, hparams_scope
-from texkit.hparams.core import HParams, check_positive, check_positive_int, check_rate
+from texkit.hparams.core import (
+    HParams,
+    check_layer_count,
+    check_positive,
+    check_positive_int,
+    check_rate,
+    check_table_size,
+    check_width,
+)
 from texkit.hparams.overrides import apply_overrides
 from texkit.hparams.rules import accepted_kwargs
 from texkit.hparams.texar_migration import from_texar, optimization_from_texar
@@ -34,9 +42,12 @@ __all__ = [
     "HParamsError",
     "accepted_kwargs",
     "apply_overrides",
+    "check_layer_count",
     "check_positive",
     "check_positive_int",
     "check_rate",
+    "check_table_size",
+    "check_width",
     "from_texar",
     "hparams_scope",
     "optimization_from_texar",

@@ -20,7 +20,16 @@ from texkit.hparams.rules import (
 )
 from texkit.hparams.yaml_format import dump_yaml, load_yaml_file
 
-__all__ = ["HParams", "check_positive", "check_positive_int", "check_rate", "set_path"]
+__all__ = [
+    "HParams",
+    "check_layer_count",
+    "check_positive",
+    "check_positive_int",
+    "check_rate",
+    "check_table_size",
+    "check_width",
+    "set_path",
+]
 
 
 def _at(hparams: Mapping, path: str) -> Any:
@@ -30,20 +39,33 @@ def _at(hparams: Mapping, path: str) -> Any:
     return node
 
 
-# Bounds that admit every real model and refuse typos before anything is allocated: layer
-# counts (``num_blocks: 1000000`` would build for minutes) and the sizes of one dimension.
+# Bounds that admit every real model and refuse typos (and hostile configs) before anything is
+# allocated. Each is a module constant: a model beyond one raises it, e.g.
+# ``texkit.hparams.core.MAX_DIM = 1 << 22``, before building.
+#
+# MAX_LAYERS: layer counts (``num_blocks: 1000000`` would build for minutes).
+# MAX_SIZE: the size of one dimension (a vocabulary, a number of positions or classes).
+# MAX_DIM: the width of one vector (embedding and hidden sizes, attention units, feed-forward
+#   sizes); the widest released models stay under 75,000 (PaLM's feed-forward: 73,728).
+# MAX_ELEMENTS: the values of one table or buffer that a module allocates (rows x width, e.g.
+#   vocab_size x dim or positions x dim): 2**31 - 1, 8 GiB in float32; the largest released
+#   embedding tables (Llama 3 405B: 128,256 x 16,384) fit.
 MAX_LAYERS = 1024
 MAX_SIZE = 2**31 - 1
+MAX_DIM = 1 << 20
+MAX_ELEMENTS = 2**31 - 1
 
 
 def check_positive_int(
-    hparams: Mapping, *paths: str, optional: bool = False, maximum: int = MAX_SIZE
+    hparams: Mapping, *paths: str, optional: bool = False, maximum: int | None = None
 ) -> None:
     """Raises :class:`HParamsError` naming the first of ``paths`` that is not an int in
-    ``[1, maximum]`` (a size of one dimension, by default; :data:`MAX_LAYERS` for layer counts).
+    ``[1, maximum]`` (by default :data:`MAX_SIZE`, the size of one dimension; see
+    :func:`check_width` for widths and :func:`check_layer_count` for layer counts).
 
     With ``optional``, ``None`` is accepted too.
     """
+    maximum = MAX_SIZE if maximum is None else maximum
     for path in paths:
         value = _at(hparams, path)
         if optional and value is None:
@@ -53,7 +75,31 @@ def check_positive_int(
             if isinstance(value, int) and not isinstance(value, bool) and value > maximum:
                 expected = f"at most {maximum}"
             expected = f"None or {expected}" if optional else expected
-            raise HParamsError(f"expected {expected}, got {value!r}", path)
+            raise HParamsError(f"expected {expected}, got {short(value)}", path)
+
+
+def check_width(hparams: Mapping, *paths: str, optional: bool = False) -> None:
+    """:func:`check_positive_int` for widths (embedding and hidden sizes, units): at most
+    :data:`MAX_DIM`."""
+    check_positive_int(hparams, *paths, optional=optional, maximum=MAX_DIM)
+
+
+def check_layer_count(hparams: Mapping, *paths: str) -> None:
+    """:func:`check_positive_int` for layer counts: at most :data:`MAX_LAYERS`."""
+    check_positive_int(hparams, *paths, maximum=MAX_LAYERS)
+
+
+def check_table_size(rows: int, width: int, path: str, what: str = "a table") -> None:
+    """Raises :class:`HParamsError` naming ``path`` when ``rows`` x ``width`` values (``what``:
+    a table, a buffer) are more than :data:`MAX_ELEMENTS`: checked before the module allocates
+    them, so a typo or a hostile config fails at once instead of exhausting memory."""
+    elements = int(rows) * int(width)
+    if elements > MAX_ELEMENTS:
+        raise HParamsError(
+            f"{rows:,} x {width:,}: {what} of {elements:,} values, more than texkit allocates in "
+            f"one ({MAX_ELEMENTS:,}; texkit.hparams.core.MAX_ELEMENTS)",
+            path,
+        )
 
 
 def check_positive(hparams: Mapping, *paths: str) -> None:
@@ -236,9 +282,12 @@ class HParams(Mapping):
         """Reads a YAML file (``yaml.safe_load`` only) and validates it against the defaults.
 
         Raises:
-            FileNotFoundError: the file does not exist.
-            HParamsError: the file is not valid YAML, holds a tag that is not plain data (such as
-                ``!!python/object``), is not a mapping, or fails validation.
+            FileNotFoundError: the file does not exist, or is a folder.
+            HParamsError: the file is not a regular file (a FIFO, a device such as
+                ``/dev/zero``), is larger than :data:`texkit.files.MAX_CONFIG_BYTES`, is not valid
+                YAML, holds a tag that is not plain data (such as ``!!python/object``), an
+                integer of more than 30 digits or nesting deeper than 64 levels, is not a
+                mapping, or fails validation.
         """
         return cls(load_yaml_file(path), default_hparams, allow_new_hparam)
 

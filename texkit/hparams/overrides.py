@@ -6,12 +6,16 @@ from collections.abc import Mapping, Sequence
 
 import yaml
 
-from texkit.errors import HParamsError
+from texkit.errors import MAX_DEPTH, HParamsError, check_depth
 from texkit.hparams.core import HParams, set_path
-from texkit.hparams.rules import to_plain
-from texkit.hparams.yaml_format import safe_load
+from texkit.hparams.rules import short, to_plain
+from texkit.hparams.yaml_format import one_line, safe_load
 
 __all__ = ["apply_overrides"]
+
+
+def _abridged(key: str, limit: int = 80) -> str:
+    return key if len(key) <= limit else key[: limit - 3] + "..."
 
 
 def apply_overrides(
@@ -35,24 +39,36 @@ def apply_overrides(
         A new dict with the overrides applied.
 
     Raises:
-        HParamsError: an override without ``=``, a value that is not plain YAML, or (with
-            ``default_hparams``) a result that fails validation.
+        HParamsError: an override without ``=``, a key of more than
+            :data:`~texkit.errors.MAX_DEPTH` parts, a value that is not plain YAML (or holds an
+            integer of more than :data:`~texkit.errors.MAX_DIGITS` digits), a result nested
+            deeper than ``MAX_DEPTH`` levels, or (with ``default_hparams``) a result that fails
+            validation.
     """
     if isinstance(overrides, str):
         overrides = [overrides]
     result = to_plain(dict(hparams_dict or {}))
     for override in overrides:
         if not isinstance(override, str) or "=" not in override:
-            raise HParamsError(f"override {override!r} must have the form key=value")
+            raise HParamsError(f"override {short(override)} must have the form key=value")
         key, _, text = override.partition("=")
         key = key.strip()
-        if not key or any(not part for part in key.split(".")):
-            raise HParamsError(f"override {override!r} has an empty key")
+        parts = key.split(".")
+        if not key or any(not part for part in parts):
+            raise HParamsError(f"override {short(override)} has an empty key")
+        if len(parts) > MAX_DEPTH:
+            raise HParamsError(
+                f"override key of {len(parts):,} parts, nested deeper than {MAX_DEPTH} levels",
+                _abridged(key),
+            )
         try:
             value = safe_load(text) if text.strip() else ""
         except yaml.YAMLError as error:
-            raise HParamsError(f"cannot parse the value {text!r}: {error}", key) from None
-        set_path(result, key.split("."), value, key, retype=True)
+            raise HParamsError(
+                f"cannot parse the value {short(text)}: {one_line(error)}", _abridged(key)
+            ) from None
+        set_path(result, parts, value, key, retype=True)
+    check_depth(result)
     if default_hparams is not None:
         HParams(result, default_hparams)
     return result

@@ -34,7 +34,12 @@ def type_name(value: Any) -> str:
 
 
 def short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int past Python's 4,300 digits
+        if not isinstance(value, int):
+            raise
+        return f"an int of about {int(value.bit_length() * 0.30103) + 1:,} digits"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

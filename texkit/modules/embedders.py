@@ -32,8 +32,8 @@ from keras import ops
 from texkit.configurable import ModuleBase
 from texkit.core.dropout import dropout
 from texkit.core.layers import get_initializer
-from texkit.hparams import HParams, HParamsError, check_positive_int, check_rate
-from texkit.hparams.core import MAX_SIZE
+from texkit.hparams import HParams, HParamsError, check_rate, check_width
+from texkit.hparams import core as limits
 
 __all__ = ["WordEmbedder", "PositionEmbedder", "SinusoidsPositionEmbedder"]
 
@@ -66,12 +66,22 @@ def _embedder_defaults(name: str, dim: int) -> dict:
 
 
 def _check_common(hp: HParams) -> None:
-    check_positive_int(hp, "dim")
+    check_width(hp, "dim")
     check_rate(hp, "dropout_rate")
     if hp.dropout_strategy not in _DROPOUT_STRATEGIES:
         raise HParamsError(
             f"expected one of {_DROPOUT_STRATEGIES}, got {hp.dropout_strategy!r}",
             "dropout_strategy",
+        )
+
+
+def _check_table(size_arg: str, rows: int, dim: int) -> None:
+    elements = rows * dim
+    if elements > limits.MAX_ELEMENTS:
+        raise ValueError(
+            f"{size_arg}={rows} x dim={dim}: a table of {elements:,} values, more than texkit "
+            f"allocates in one table ({limits.MAX_ELEMENTS:,}; "
+            "texkit.hparams.core.MAX_ELEMENTS)"
         )
 
 
@@ -129,12 +139,7 @@ class _TableEmbedder(ModuleBase):
             raise ValueError(f"{self._size_arg} must be positive, got {num_embeddings}")
         super().__init__(hparams, **kwargs)
         _check_common(self.hparams)
-        elements = int(num_embeddings) * self.hparams.dim
-        if elements > MAX_SIZE:
-            raise ValueError(
-                f"{self._size_arg}={num_embeddings} x dim={self.hparams.dim}: a table of "
-                f"{elements:,} values, more than texkit allocates in one table ({MAX_SIZE:,})"
-            )
+        _check_table(self._size_arg, int(num_embeddings), self.hparams.dim)
         self._num_embeddings = int(num_embeddings)
         self._init_value = init_value
         self._initializer = get_initializer(self.hparams.initializer)
@@ -360,6 +365,20 @@ def sinusoid_table(positions: np.ndarray, dim: int, max_timescale: float) -> np.
     return np.where(np.arange(dim) % 2 == 0, np.sin(angles), np.cos(angles))
 
 
+# Rows of the precomputed table computed at a time: its float64 intermediates stay small (the
+# float32 table itself is the only large allocation).
+_TABLE_ROWS_PER_CHUNK = 1 << 12
+
+
+def _float32_sinusoid_table(position_size: int, dim: int, max_timescale: float) -> np.ndarray:
+    table = np.empty((position_size, dim), np.float32)
+    rows = max(1, min(_TABLE_ROWS_PER_CHUNK, (1 << 22) // dim))
+    for begin in range(0, position_size, rows):
+        end = min(begin + rows, position_size)
+        table[begin:end] = sinusoid_table(np.arange(begin, end), dim, max_timescale)
+    return table
+
+
 class SinusoidsPositionEmbedder(ModuleBase):
     """Fixed sinusoid position embeddings (Vaswani et al., 2017); no weights.
 
@@ -396,7 +415,7 @@ class SinusoidsPositionEmbedder(ModuleBase):
         **kwargs: Any,
     ):
         super().__init__(hparams, **kwargs)
-        check_positive_int(self.hparams, "dim")
+        check_width(self.hparams, "dim")
         # Written so that NaN fails too.
         if not 1.0 < self.hparams.max_timescale < np.inf:
             raise HParamsError(
@@ -412,10 +431,10 @@ class SinusoidsPositionEmbedder(ModuleBase):
         self._position_size = None if position_size is None else int(position_size)
         self._table = None
         if position_size is not None:
-            table = sinusoid_table(
-                np.arange(position_size), self.hparams.dim, self.hparams.max_timescale
+            _check_table("position_size", int(position_size), self.hparams.dim)
+            self._table = _float32_sinusoid_table(
+                int(position_size), self.hparams.dim, self.hparams.max_timescale
             )
-            self._table = table.astype(np.float32)
         exponents = 2.0 * (np.arange(self.hparams.dim) // 2) / self.hparams.dim
         self._inv_timescales = np.power(self.hparams.max_timescale, -exponents).astype(np.float32)
         self._is_cos = np.arange(self.hparams.dim) % 2 == 1

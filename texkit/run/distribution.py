@@ -131,9 +131,11 @@ def _tpu(hp: HParams) -> tf.distribute.Strategy:
         tf.tpu.experimental.initialize_tpu_system(resolver)
     except (ValueError, RuntimeError, tf.errors.OpError) as error:
         where = f"at {hp.tpu!r}" if hp.tpu else "on this machine"
-        raise RuntimeError(
-            f"type 'tpu': no TPU found {where} ({type(error).__name__}: {error}). "
-            "Give tpu: <name or grpc://address>, or choose another distribution type."
+        reason = (str(error).strip().splitlines() or [""])[0]
+        raise HParamsError(
+            f"'tpu': no TPU found {where} ({type(error).__name__}: {reason}); give "
+            "tpu: <name or grpc://address>, or choose another distribution type",
+            "type",
         ) from error
     return tf.distribute.TPUStrategy(resolver)
 
@@ -175,8 +177,8 @@ def strategy_from_hparams(hparams: Mapping | HParams | None = None) -> tf.distri
     process share it (strategies made apart confuse TensorFlow's collective operations).
 
     Raises:
-        HParamsError: an unknown type or key, a device that does not exist, a malformed cluster.
-        RuntimeError: ``tpu`` where no TPU can be reached.
+        HParamsError: an unknown type or key, a device that does not exist, a malformed cluster,
+            or type ``tpu`` where no TPU can be reached (naming ``type``).
     """
     hp = HParams(hparams, default_distribution_hparams())
     check_distribution_hparams(hp)

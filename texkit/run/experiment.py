@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from texkit import registry
-from texkit.errors import Problems, hparams_scope
+from texkit.errors import Problems, check_depth, hparams_scope
 from texkit.hparams import HParams, HParamsError
 from texkit.hparams.rules import to_plain
 from texkit.run.distribution import (
@@ -227,6 +227,7 @@ def validate_experiment(hparams: Mapping | HParams) -> HParams:
     defaults; every problem found is in the one :class:`~texkit.hparams.HParamsError` raised,
     each naming its key.
     """
+    check_depth(hparams)  # before anything walks it recursively
     problems = Problems()
     hp = None
     with problems.check():

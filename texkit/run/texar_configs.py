@@ -33,10 +33,12 @@ import importlib.util
 import math
 import os
 import sys
+import traceback
 import types
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
+from texkit import files
 from texkit.errors import HParamsError, Problems
 from texkit.hparams import from_texar, optimization_from_texar
 from texkit.hparams.texar_migration import Change
@@ -98,29 +100,63 @@ def _texar_helpers() -> Iterator[None]:
 def load_texar_config(path: str | os.PathLike) -> dict[str, Any]:
     """The variables of a Texar config file (a Python module of dicts), by running it.
 
-    The file is the user's own code and runs as such (like ``texkit train --include``); its
-    public variables that are data (dicts, lists, strings, numbers, booleans, ``None``) are
-    returned, modules and functions left out.
+    The file is the user's own code and runs as such (like ``texkit train --include``): run only
+    files you trust. Its public variables that are data (dicts, lists, strings, numbers,
+    booleans, ``None``) are returned, modules and functions left out.
 
     Raises:
-        FileNotFoundError: no such file. ValueError: not a ``.py`` file.
+        FileNotFoundError: no such file. ValueError: not a regular ``.py`` file (a FIFO, a device,
+            a folder, larger than :data:`texkit.files.MAX_CONFIG_BYTES`), or the file failed
+            when run (a ``SyntaxError``, any exception, even ``KeyboardInterrupt`` or
+            ``SystemExit``): one line naming the file, the line and the exception.
     """
     path = os.path.abspath(os.fspath(path))
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         raise FileNotFoundError(f"the Texar config {path} does not exist")
+    size = files.check_regular_file(path, context="the Texar config")
     if not path.endswith(".py"):
         raise ValueError(f"the Texar config {path} is not a Python file (.py)")
+    if size > files.MAX_CONFIG_BYTES:
+        raise ValueError(
+            f"the Texar config {path} has {size:,} bytes, more than a config file may have "
+            f"({files.MAX_CONFIG_BYTES:,}; texkit.files.MAX_CONFIG_BYTES)"
+        )
     name = "texkit_texar_config_" + os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    with _texar_helpers():
-        spec.loader.exec_module(module)
+    # A config is read, not imported: no __pycache__ is written beside it.
+    writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+    try:
+        with _texar_helpers():
+            spec.loader.exec_module(module)
+    except BaseException as error:  # noqa: BLE001 - the user's code: every failure is reported
+        raise ValueError(_config_failure(path, error)) from error
+    finally:
+        sys.dont_write_bytecode = writes_bytecode
     data = (dict, list, tuple, str, int, float, bool, type(None))
     return {
         key: value
         for key, value in vars(module).items()
         if not key.startswith("_") and isinstance(value, data)
     }
+
+
+def _config_failure(path: str, error: BaseException) -> str:
+    """One line: where in the config file ``error`` happened, and what it was."""
+    line = None
+    if isinstance(error, SyntaxError) and error.filename == path:
+        line = error.lineno
+    else:
+        for frame, lineno in traceback.walk_tb(error.__traceback__):
+            if frame.f_code.co_filename == path:
+                line = lineno  # the innermost line of the file
+    where = f"{path}, line {line}" if line is not None else path
+    text = error.msg if isinstance(error, SyntaxError) else str(error)
+    text = " ".join(text.split())
+    if len(text) > 300:
+        text = text[:297] + "..."
+    reason = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return f"the Texar config {where} failed when run as Python ({reason})"
 
 
 def _transformer_lr(lr: Mapping, changes: list[Change]) -> dict:

@@ -30,13 +30,17 @@ batches of an uninterrupted one. A ``tf.data.Dataset`` object given as it is kee
 state for all its iterations: after the first ``fit`` of a process, a shuffle that reshuffles each
 iteration deals another order (the same examples, every step counted).
 
+A resume starts from the newest checkpoint that can be read: a newer one whose files cannot be
+(truncated, missing) is skipped with a warning naming it (see :mod:`texkit.run.checkpoints`).
+``restore`` (``texkit evaluate|predict|export``) loads exactly the checkpoint asked for, or fails.
+
 The whole resolved experiment is written to ``model_dir/hparams.yaml`` when training starts,
 after the latest checkpoint (if any) was restored: a resume that fails leaves the record as it was;
 ``texkit evaluate|predict|export`` read it back.
 
-(About 520 lines: the Trainer class is one object whose methods share the strategy, the model,
-the checkpoint manager and the data; its settings, callbacks and export live beside it in
-``run_config.py``, ``callbacks.py`` and ``export.py``.)
+(About 730 lines: the Trainer class is one object whose methods share the strategy, the model,
+the checkpoint manager and the data; its settings, callbacks, checkpoint files and export live
+beside it in ``run_config.py``, ``callbacks.py``, ``checkpoints.py`` and ``export.py``.)
 """
 
 from __future__ import annotations
@@ -44,7 +48,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -53,9 +56,16 @@ import keras
 import tensorflow as tf
 
 from texkit import _compat, registry
-from texkit.hparams import HParams, HParamsError
+from texkit.hparams import HParams, HParamsError, hparams_scope
 from texkit.run import preemption, readiness
 from texkit.run.callbacks import Checkpointer, DivergenceGuard, EarlyStopping
+from texkit.run.checkpoints import (
+    check_checkpoint_list,
+    checkpoint_step,
+    remove_temporaries,
+    restore_checkpoint,
+    resume,
+)
 from texkit.run.distribution import strategy_from_hparams
 from texkit.run.experiment import default_experiment_hparams, resolve_builder, validate_experiment
 from texkit.run.export import check_export_path, export_saved_model
@@ -99,27 +109,6 @@ def _task(strategy: tf.distribute.Strategy) -> tuple[bool, int]:
     if "chief" in cluster:
         return task_type == "chief", task_id
     return task_type == "worker" and task_id == 0, task_id
-
-
-_CHECKPOINT_NAME = re.compile(r"ckpt-(\d+)$")
-
-
-def checkpoint_step(path: str) -> int:
-    """The optimizer step a ``ckpt-<step>`` checkpoint was written at."""
-    match = _CHECKPOINT_NAME.search(path)
-    if not match:
-        raise ValueError(f"{path} is not a texkit checkpoint (ckpt-<step>)")
-    return int(match.group(1))
-
-
-def _remove_temporaries(folder: str, pattern: str) -> None:
-    """Removes the folders matching ``pattern`` in ``folder`` that TensorFlow's checkpoint
-    writer left (named ``<prefix>_temp...``, holding only its ``part-*`` shards)."""
-    for path in tf.io.gfile.glob(os.path.join(folder, pattern)):
-        if tf.io.gfile.isdir(path) and all(
-            name.startswith("part-") for name in tf.io.gfile.listdir(path)
-        ):
-            tf.io.gfile.rmtree(path)
 
 
 def check_writable_folder(path: str, key: str) -> None:
@@ -203,6 +192,7 @@ class Trainer:
         )
         self._manager = None
         if run.model_dir:
+            check_checkpoint_list(self._write_dir())
             self._manager = tf.train.CheckpointManager(
                 self._checkpoint, self._write_dir(), max_to_keep=run.keep_checkpoints
             )
@@ -333,7 +323,7 @@ class Trainer:
             path = self._manager.save(checkpoint_number=step)
         except (tf.errors.OpError, OSError) as error:
             # A full or failing disk: TensorFlow leaves the half-written ckpt-<step>_temp folder.
-            _remove_temporaries(self._write_dir(), f"ckpt-{step}_temp*")
+            remove_temporaries(self._write_dir(), f"ckpt-{step}_temp*")
             reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
             raise OSError(
                 f"cannot write checkpoint {step} in {self._write_dir()!r}: {reason} (the last "
@@ -360,14 +350,7 @@ class Trainer:
             raise FileNotFoundError(
                 f"checkpoint {path!r} does not exist (expected {path}.index and its data files)"
             )
-        try:
-            self._checkpoint.restore(path).assert_existing_objects_matched()
-        except Exception as error:  # noqa: BLE001 - TF's readers raise many types; all are named
-            first_line = (str(error).strip().splitlines() or [""])[0]
-            reason = f"{type(error).__name__}: {first_line}"
-            raise ValueError(
-                f"checkpoint {path!r} cannot be restored into this model: {reason}"
-            ) from error
+        restore_checkpoint(self._checkpoint, path)
         self.step = step
         return self.step
 
@@ -424,10 +407,14 @@ class Trainer:
         if run.model_dir and self.is_chief:
             check_writable_folder(run.model_dir, "run.model_dir")
             # A run killed while saving leaves ckpt-<step>_temp folders: TensorFlow's, not data.
-            _remove_temporaries(run.model_dir, "ckpt-*_temp*")
-        start = self.restore() if self.latest_checkpoint else 0
+            remove_temporaries(run.model_dir, "ckpt-*_temp*")
+        start, resumed_from = 0, None
+        if run.model_dir:
+            start, resumed_from = resume(self._checkpoint, run.model_dir)
+        if resumed_from is not None:
+            self.step = start
         if start and run.verbose:
-            print(f"texkit: resuming from {self.latest_checkpoint} (step {start})")
+            print(f"texkit: resuming from {resumed_from} (step {start})")
         interval, total = run.checkpoint_every_steps, run.train_steps
         if start % run.steps_per_execution and start < total:
             raise HParamsError(
@@ -467,11 +454,23 @@ class Trainer:
                     this_task = f"{self.strategy.cluster_resolver.task_type} {self._task_id}"
                     lost = preemption.worker_lost(error, self.latest_checkpoint, this_task)
                 if lost is None:
+                    self._check_data_unchanged(error)
                     raise
                 raise lost from error
         if guard.diverged_at is not None:
             raise self._diverged(guard)
         return history
+
+    def _check_data_unchanged(self, error: tf.errors.OpError) -> None:
+        """Raises ``ValueError`` naming the file when ``error`` came from an input file changed
+        since its texkit data was made (the pipeline's own check stops with an op error)."""
+        for source in self.data.values():
+            check = getattr(source, "check_files_unchanged", None)
+            if callable(check):
+                try:
+                    check()
+                except ValueError as changed:
+                    raise changed from error
 
     def _fit(
         self,
@@ -679,7 +678,8 @@ def _seed(hp: HParams) -> None:
 def _strategy(hp: HParams) -> tf.distribute.Strategy:
     if hp.run.deterministic:
         tf.config.experimental.enable_op_determinism()
-    return strategy_from_hparams(hp.distribution)
+    with hparams_scope("distribution"):
+        return strategy_from_hparams(hp.distribution)
 
 
 def _random_states(model: keras.Model) -> list[Any]:

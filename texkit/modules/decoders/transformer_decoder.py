@@ -68,7 +68,7 @@ from texkit.core.transformer import (
     default_stack_hparams,
     layer_norm,
 )
-from texkit.hparams import HParamsError, check_positive_int
+from texkit.hparams import HParamsError, check_positive_int, check_table_size
 from texkit.modules.decoders.beam_decoding import gather_rows
 from texkit.modules.decoders.decoder_base import DecoderBase, Inference
 from texkit.modules.decoders.decoding import (
@@ -181,6 +181,10 @@ class TransformerDecoder(DecoderBase):
         hp = self.hparams
         check_stack_hparams(hp)
         check_positive_int(hp, "max_decoding_length_infer")
+        # Decoding preallocates [batch, max_decoding_length_infer, dim] buffers.
+        check_table_size(
+            hp.max_decoding_length_infer, hp.dim, "max_decoding_length_infer", "a decoding buffer"
+        )
         positions = hp.position_embedder
         if positions.type not in _POSITION_TYPES:
             raise HParamsError(
@@ -188,6 +192,10 @@ class TransformerDecoder(DecoderBase):
                 "position_embedder.type",
             )
         check_positive_int(hp, "position_embedder.position_size", optional=True)
+        if positions.position_size is not None:
+            check_table_size(
+                positions.position_size, hp.dim, "position_embedder.position_size", "a table"
+            )
         if positions.type == "learned" and positions.position_size is None:
             raise HParamsError(
                 "learned position embeddings need a position_size",

@@ -25,8 +25,8 @@ from texkit.core.layers import (
     masked_max_pool,
     masked_mean_pool,
 )
-from texkit.hparams import HParamsError, check_positive_int, check_rate
-from texkit.hparams.core import MAX_LAYERS
+from texkit.hparams import HParamsError, check_rate, check_width
+from texkit.hparams import core as limits
 
 __all__ = ["Conv1DEncoder"]
 
@@ -85,10 +85,12 @@ class Conv1DEncoder(ModuleBase):
     def __init__(self, hparams: Any = None, **kwargs: Any):
         super().__init__(hparams, **kwargs)
         hp = self.hparams
-        check_positive_int(hp, "filters", "dense_size")
+        check_width(hp, "filters", "dense_size")
         for key in ("num_conv_layers", "num_dense_layers"):
-            if not 0 <= hp[key] <= MAX_LAYERS:
-                raise HParamsError(f"expected an int in [0, {MAX_LAYERS}], got {hp[key]!r}", key)
+            if not 0 <= hp[key] <= limits.MAX_LAYERS:
+                raise HParamsError(
+                    f"expected an int in [0, {limits.MAX_LAYERS}], got {hp[key]!r}", key
+                )
         if not hp.kernel_sizes:
             raise HParamsError("expected at least one kernel size, got []", "kernel_sizes")
         for index, kernel_size in enumerate(hp.kernel_sizes):
