@@ -22,12 +22,13 @@ from texkit.data import (
     PairedTextData,
     ScalarData,
     TFRecordData,
+    file_scan,
     sources,
     write_tfrecords,
 )
 
 MIB = 1 << 20
-DEFAULT_LIMIT = sources.MAX_LINE_BYTES  # 1 MiB
+DEFAULT_LIMIT = file_scan.MAX_LINE_BYTES  # 1 MiB
 VOCAB = ["a", "b", "cat", "dog"]
 
 
@@ -106,7 +107,7 @@ def read_scalar(labels, compression="", max_line_bytes=DEFAULT_LIMIT):
     return [int(value) for batch in data for value in batch["data"].numpy()]
 
 
-def read_tfrecords(path, compression="", max_record_bytes=sources.MAX_RECORD_BYTES):
+def read_tfrecords(path, compression="", max_record_bytes=file_scan.MAX_RECORD_BYTES):
     data = TFRecordData(
         {
             "dataset": {
@@ -391,7 +392,7 @@ def test_a_record_that_claims_gigabytes_is_an_error_not_a_crash(sandbox, tmp_pat
 
 
 def test_a_compressed_giant_record_is_an_error(sandbox, tmp_path):
-    size = sources.MAX_RECORD_BYTES + 1
+    size = file_scan.MAX_RECORD_BYTES + 1
     parts = [(record_header(size), 1), (b"a" * MIB, size // MIB), (b"a" * (size % MIB), 1)]
     path = write_stream(tmp_path / "giant.tfrecord.gz", parts, "GZIP")
     sandbox.expect_error(
@@ -554,8 +555,8 @@ def test_the_check_is_one_stat_per_file_before_and_after_each_epoch(tmp_path, mo
          "num_epochs": 3, "batch_size": 3}
     )  # fmt: skip
     stamped = []
-    real = sources.file_stamp
-    monkeypatch.setattr(sources, "file_stamp", lambda path: stamped.append(path) or real(path))
+    real = file_scan.file_stamp
+    monkeypatch.setattr(file_scan, "file_stamp", lambda path: stamped.append(path) or real(path))
     assert len(texts(data)) == 4 * 3
     assert sorted(stamped) == sorted(paths * 2 * 3)  # two files, before and after, three epochs
 
@@ -597,7 +598,7 @@ def test_the_scan_reads_lines_across_chunks_as_a_whole_reading_does():
         limit = int(rng.integers(1, 12))
         cuts = sorted(rng.integers(0, len(data) + 1, rng.integers(0, 6)).tolist())
         chunks = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
-        problem, longest = sources._scan_lines(iter(chunks), limit)
+        problem, longest = file_scan._scan_lines(iter(chunks), limit)
         line, kinds, expected_longest = reference_scan(data, limit)
         case = (data, limit, chunks)
         if line is None:
@@ -636,7 +637,7 @@ def test_the_scan_reads_tfrecord_framing_across_chunks_as_a_whole_reading_does()
         limit = int(rng.integers(0, 25))
         cuts = sorted(rng.integers(0, len(data) + 1, rng.integers(0, 6)).tolist())
         chunks = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
-        problem, longest = sources._scan_records(iter(chunks), limit)
+        problem, longest = file_scan._scan_records(iter(chunks), limit)
         expected, expected_longest = reference_records(data, limit)
         case = (data, limit, chunks)
         if expected is None:

@@ -22,7 +22,7 @@ from typing import Any
 import tensorflow as tf
 
 from texkit.configurable import Configurable
-from texkit.data import sources
+from texkit.data import file_scan, sources
 from texkit.data.fields import Field
 from texkit.data.input_report import (
     _CHUNK,
@@ -322,7 +322,7 @@ class DataBase(Configurable):
         # tokenizing, id lookup and padding run on whole batches.
         bucketing = bool(hp.bucket_boundaries or hp.batch_tokens)
         boundaries, sizes = self._bucket_sizes(batch_size, replicas) if bucketing else (None, [])
-        dataset = sources.check_unchanged(
+        dataset = file_scan.check_unchanged(
             dataset.batch(self._chunk),
             [(file, f"{field.key}.files") for field in self._fields for file in field.scanned],
         )
@@ -426,15 +426,15 @@ class DataBase(Configurable):
         longer what the scan at construction found.
 
         The pipeline checks this itself before its first record and after its last, each epoch
-        (:func:`~texkit.data.sources.check_unchanged`), failing with an
+        (:func:`~texkit.data.file_scan.check_unchanged`), failing with an
         ``InvalidArgumentError`` whose message names the file; iterating over the dataset
         object (``for batch in data``) gives this ``ValueError`` instead. Call it to turn an
         error raised while reading :attr:`dataset` elsewhere (e.g. in ``fit``) into one that
         names the file."""
         changed = [
-            sources.changed_message(path, f"{field.key}.files")
+            file_scan.changed_message(path, f"{field.key}.files")
             for field in self._fields
-            for path in sources.changed_files(field.scanned)
+            for path in file_scan.changed_files(field.scanned)
         ]
         if changed:
             more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""

@@ -13,7 +13,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from texkit.data import sources
+from texkit.data import file_scan, sources
 from texkit.hparams import HParamsError, check_positive_int
 
 __all__ = ["Field", "check_key_int"]
@@ -39,7 +39,7 @@ class Field:
 
     def __init__(self, name: str, key: str, hparams: Any):
         self.name, self.key, self.hparams = name, key, hparams
-        self.scanned: list[sources.ScannedFile] = []  # the files, as the scan found them
+        self.scanned: list[file_scan.ScannedFile] = []  # the files, as the scan found them
         if self.limit_key in hparams:
             check_key_int(hparams, self.limit_key, key)
 
@@ -55,11 +55,11 @@ class Field:
 
     def scan_files(self) -> list[str]:
         """Expands the patterns and reads every file's bytes once
-        (:func:`~texkit.data.sources.check_raw_files`): what TensorFlow's readers would hide
+        (:func:`~texkit.data.file_scan.check_raw_files`): what TensorFlow's readers would hide
         or read whole is an error here. Records each file's size and modification time (in
         :attr:`scanned`) for :meth:`read` to check. Returns the paths."""
         paths = self.paths()
-        self.scanned = sources.check_raw_files(
+        self.scanned = file_scan.check_raw_files(
             paths,
             self.hparams.compression_type,
             f"{self.key}.files",
@@ -73,7 +73,7 @@ class Field:
         """The raw records of the files :meth:`scan_files` read; with ``numbered`` (the scan):
         ``(file_index, line_number, raw)``, each file checked to be unchanged since its bytes
         were read. (The pipeline checks the files each epoch: :class:`~texkit.data.DataBase`.)"""
-        return sources.read_scanned(
+        return file_scan.read_scanned(
             self.scanned, self.hparams.compression_type, self.reader, f"{self.key}.files", numbered
         )
 

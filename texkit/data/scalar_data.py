@@ -12,7 +12,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from texkit.data import sources
+from texkit.data import file_scan
 from texkit.data.data_base import DataBase
 from texkit.data.fields import Field
 from texkit.data.text_data import TEXT_FIELD_DOC, TextField, text_field_defaults
@@ -35,7 +35,7 @@ def scalar_field_defaults() -> dict:
         "compression_type": "",
         "data_type": "int",
         "data_name": "data",
-        "max_line_bytes": sources.MAX_LINE_BYTES,
+        "max_line_bytes": file_scan.MAX_LINE_BYTES,
         "tfds_feature": "label",
     }
 

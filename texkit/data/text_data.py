@@ -28,7 +28,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from texkit.data import sources
+from texkit.data import file_scan, sources
 from texkit.data.data_base import DataBase
 from texkit.data.fields import Field, check_key_int
 from texkit.data.vocab import Vocab, split_tokens
@@ -57,7 +57,7 @@ def text_field_defaults(bos_token: str = "<BOS>", tfds_feature: str = "text") ->
         "pad_to_max_seq_length": False,
         "empty_line_mode": "skip",
         "invalid_utf8_mode": "replace",
-        "max_line_bytes": sources.MAX_LINE_BYTES,
+        "max_line_bytes": file_scan.MAX_LINE_BYTES,
         "tfds_feature": tfds_feature,
     }
 

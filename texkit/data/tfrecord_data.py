@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from texkit.data import sources
+from texkit.data import file_scan
 from texkit.data.data_base import DataBase
 from texkit.data.fields import Field
 from texkit.data.input_report import FieldReport, InputReport, chunk_size
@@ -204,7 +204,7 @@ class TFRecordData(DataBase):
                 "features": None,
                 "int64_as_int32": True,
                 "length_feature": "",
-                "max_record_bytes": sources.MAX_RECORD_BYTES,
+                "max_record_bytes": file_scan.MAX_RECORD_BYTES,
             },
             "name": "tfrecord",
         }
@@ -220,7 +220,7 @@ class TFRecordData(DataBase):
         self._chunk = chunk_size(field.longest_record)
         total = 0
         for scanned in field.scanned:
-            records = sources.read_scanned(
+            records = file_scan.read_scanned(
                 [scanned], field.hparams.compression_type, field.reader, "dataset.files", True
             ).map(lambda index, number, record: record)
             # Parsing validates every record; the count is of the raw records.
