@@ -27,6 +27,11 @@ of the model (a rule of several characters whose result the model holds), or the
 character with the text after it: an input made for that, not a text (the tests check the
 ids on runs of every kind of character).
 
+Not bounded yet: a run of characters that the model knows one by one but that normalization
+combines into characters it lacks (``"u\u0308\u0301"`` repeated becomes ``ǘ`` repeated) is not
+cut, so it still takes time in the square of its length (900,000 characters: about 7 s). Cutting
+it needs the run's positions after normalization mapped back to the text.
+
 A model with ``byte_fallback`` (unknown characters as byte pieces, never merged) is left as it
 is. The rules are read from the model's charsmap, a double-array trie (darts-clone's format:
 each 32-bit unit holds a label byte, a leaf flag and the offset of its children; a leaf's
