@@ -28,7 +28,7 @@ character with the text after it: an input made for that, not a text (the tests 
 ids on runs of every kind of character).
 
 Not bounded yet: a run of characters that the model knows one by one but that normalization
-combines into characters it lacks (``"u\u0308\u0301"`` repeated becomes ``ǘ`` repeated) is not
+combines into characters it lacks (``"u" + U+0308 + U+0301`` repeated becomes ``ǘ`` repeated) is not
 cut, so it still takes time in the square of its length (900,000 characters: about 7 s). Cutting
 it needs the run's positions after normalization mapped back to the text.
 
