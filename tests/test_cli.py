@@ -373,6 +373,7 @@ MISUSES = [
     ("migrate {run}/syntax.py --model x", 2, "syntax.py, line 2 failed when run as Python"),
     ("migrate {run}/raises.py --model x", 2, "raises.py, line 2 failed when run as Python"),
     ("migrate {run}/interrupts.py --model x", 2, "interrupts.py, line 3 failed when run as"),
+    ("migrate {run}/syntax.py --model x --output {run}/afile", 2, "exists; give --overwrite"),
 ]
 
 

@@ -6,7 +6,7 @@ texkit train EXPERIMENT.yaml [key=value ...] # train (resuming from run.model_di
 texkit evaluate EXPERIMENT.yaml [--split test]
 texkit predict EXPERIMENT.yaml --output predictions.jsonl [--split test] [--overwrite]
 texkit export EXPERIMENT.yaml --output serving/ [--overwrite]
-texkit migrate TEXAR_CONFIG.py --model BUILDER [--base EXPERIMENT.yaml] [--output X.yaml] ...
+texkit migrate TEXAR_CONFIG.py --model BUILDER [--base X.yaml] [--output Y.yaml] [--overwrite]
 
 ``texkit hparams`` checks the values as the class itself does: it constructs the class with them
 (see :func:`_check_by_constructing`), so ``dim=-3`` is refused as ``WordEmbedder(...)`` would
@@ -17,9 +17,9 @@ imports a file of your own that registers more (a file inside a package, such as
 ``examples/bert_classifier/train.py``, is imported as part of it). A YAML file itself can only name
 code, never import it. ``evaluate``, ``predict`` and ``export`` load the latest checkpoint of
 ``run.model_dir`` (or ``--checkpoint``); the ``hparams.yaml`` that training wrote there is itself
-an experiment file. ``predict`` and ``export`` never replace an existing output unless given
-``--overwrite``. ``migrate`` runs the Texar config file as Python (it is your code, as
-``--include`` files are).
+an experiment file. ``predict``, ``export`` and ``migrate`` never replace an existing output
+unless given ``--overwrite``. ``migrate`` runs the Texar config file as Python (it is your code,
+as ``--include`` files are).
 
 A mistake in the command line or the config (a key, a value, a path, a file that cannot be read)
 is one line on stderr and exit code 2, found before anything is written.
@@ -203,9 +203,10 @@ def _to_list(value: Any) -> Any:
     return value.tolist() if hasattr(value, "tolist") else value
 
 
-def check_predictions_path(path: str, overwrite: bool) -> None:
-    """Refuses ``--output`` of ``texkit predict`` before anything runs: a folder, anything that is
-    not a regular file, a file that exists (unless ``overwrite``), a folder that does not exist."""
+def check_output_file(path: str, overwrite: bool) -> None:
+    """Refuses the ``--output`` file of ``texkit predict`` or ``migrate`` before anything runs: a
+    folder, anything that is not a regular file, a file that exists (unless ``overwrite``), a
+    folder that does not exist."""
     if os.path.isdir(path):
         raise FileExistsError(f"--output {path!r} is a directory; give a file path")
     if os.path.lexists(path):
@@ -223,7 +224,7 @@ def check_predictions_path(path: str, overwrite: bool) -> None:
 def _run_command(args: argparse.Namespace) -> int:
     if args.command == "predict":
         # Checked before anything runs: predictions are one JSON-lines file.
-        check_predictions_path(args.output, args.overwrite)
+        check_output_file(args.output, args.overwrite)
     hparams = _experiment(args)
     if args.command == "train":
         trainer = _trainer(hparams, None, restore=False)
@@ -295,6 +296,8 @@ def _migrate(args: argparse.Namespace) -> int:
     listed as comments (and on stderr)."""
     from texkit.run.texar_configs import experiment_from_texar, load_texar_config
 
+    if args.output:
+        check_output_file(args.output, args.overwrite)
     for path in args.include:
         _include(path)
     variables = load_texar_config(args.config)
@@ -344,6 +347,9 @@ def main(argv: list[str] | None = None) -> int:
         help="import this Python file first (it registers the builders); repeatable",
     )  # fmt: skip
     migrate.add_argument("--output", help="the YAML file to write (default: print it)")
+    migrate.add_argument(
+        "--overwrite", action="store_true", help="replace the file at --output if it exists"
+    )
     if argv and argv[0] in _RUN_COMMANDS:
         # Options may come before, between or after the key=value overrides.
         command = argparse.ArgumentParser(
