@@ -2,8 +2,9 @@
 
 A renamed function stays importable under its old name for one release::
 
-    load_bert_checkpoint = deprecated_alias(load_checkpoint, "texkit.pretrained.load_bert_checkpoint",
-                                            "texkit.pretrained.load_checkpoint")
+    load_bert_checkpoint = deprecated_alias(
+        load_checkpoint, "tx.pretrained.load_bert_checkpoint", "tx.pretrained.load_checkpoint"
+    )
 
 Calling the alias emits a :class:`DeprecationWarning` that names the new call (with the caller's
 line as its location), then runs the new function with the same arguments.
