@@ -18,7 +18,8 @@ import pytest
 import tensorflow as tf
 
 from texkit.data.tokenizers import GPT2BPETokenizer
-from texkit.data.tokenizers.byte_bpe import _pieces, byte_symbols
+from texkit.data.tokenizers.byte_bpe import byte_symbols
+from texkit.data.tokenizers.split_patterns import SPLIT_PATTERNS, split_pieces
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "bpe"
 BATCH = 1024
@@ -97,7 +98,10 @@ def test_pieces_match_the_reference_on_every_text(reference):
     texts, expected = reference["texts"], reference["piece_lengths"]
     got = []
     for batch in batches(texts):
-        got += [[len(p) for p in row] for row in _pieces(tf.constant(batch)).to_list()]
+        got += [
+            [len(p) for p in row]
+            for row in split_pieces(tf.constant(batch), SPLIT_PATTERNS["gpt2"]).to_list()
+        ]
     assert not first_differences(texts, got, expected)
 
 
@@ -181,7 +185,7 @@ def test_pre_tokenization_cases(tokenizer):
         "\x00\x00 ok": [b"\x00\x00", b" ok"],
         "1\u00a0\u00a0x": [b"1", "\u00a0".encode(), "\u00a0".encode(), b"x"],
     }
-    got = _pieces(tf.constant(list(cases))).to_list()
+    got = split_pieces(tf.constant(list(cases)), SPLIT_PATTERNS["gpt2"]).to_list()
     assert got == list(cases.values())
 
 
@@ -524,3 +528,12 @@ def test_vocabulary_facts(tokenizer):
     with pytest.raises(IndexError, match="has the id 5000"):
         tokenizer.id_to_token(5000)
     assert "style='gpt2'" in repr(tokenizer)
+
+
+def test_the_split_pattern_is_a_named_entry_of_the_table(tokenizer):
+    assert tokenizer.split_pattern == "gpt2" and "gpt2" in SPLIT_PATTERNS
+    named = GPT2BPETokenizer(tokenizer.vocab_file, tokenizer.merges_file, split_pattern="gpt2")
+    text = "Hello,  world!\n\n  It's 2024."
+    assert named.tokenize(text).numpy().tolist() == tokenizer.tokenize(text).numpy().tolist()
+    with pytest.raises(ValueError, match="split_pattern must be one of"):
+        GPT2BPETokenizer(tokenizer.vocab_file, tokenizer.merges_file, split_pattern="llama-3")

@@ -20,12 +20,8 @@ import pytest
 import tensorflow as tf
 
 from texkit.data.tokenizers import SentencePieceTokenizer
-from texkit.data.tokenizers.sentencepiece import (
-    _COMBINING,
-    _RECENT_CAPITALS,
-    _WHITESPACE,
-    _read_model,
-)
+from texkit.data.tokenizers.albert_text import _COMBINING, _RECENT_CAPITALS, _WHITESPACE
+from texkit.data.tokenizers.sentencepiece_files import _read_model
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "sentencepiece"
 BATCH = 1024

@@ -18,6 +18,7 @@ import tensorflow_text as tf_text
 
 from tests.real_data import minilm_folder
 from texkit.data import BERTTokenizer
+from texkit.data.tokenizers import TemplateTokenizer
 from texkit.data.tokenizers.fast_path import _fast_safe_ranges
 from texkit.data.tokenizers.normalization import (
     _BLOCK_BITS,
@@ -544,3 +545,12 @@ def test_lookup_tables_give_every_code_point_its_table_row(lowercase):
         values = tables.row_values[tables.row_splits[row] : tables.row_splits[row + 1]]
         assert lookup.row_values[row, :length].tolist() == values.tolist()
         assert (lookup.row_values[row, length:] == _NO_VALUE).all()
+
+
+def test_the_tokenizers_share_one_base(tokenizer):
+    # BERTTokenizer packs and answers through TemplateTokenizer, as the subword tokenizers do.
+    assert isinstance(tokenizer, TemplateTokenizer)
+    assert BERTTokenizer.pack is TemplateTokenizer.pack
+    assert BERTTokenizer.token_to_id is TemplateTokenizer.token_to_id
+    assert tokenizer.special_ids == (0, 101, 102)
+    assert repr(tokenizer).startswith("BERTTokenizer(") and "lowercase=True" in repr(tokenizer)

@@ -36,7 +36,7 @@ import numpy as np
 import tensorflow as tf
 
 from texkit import files
-from texkit.data.tokenizers.vocab_file import _quoted
+from texkit.data.tokenizers.reading import quoted
 
 __all__ = ["Vocab", "make_vocab", "split_tokens"]
 
@@ -97,7 +97,7 @@ def _read_vocab_file(filename: str) -> list[str]:
             raise ValueError(f"{filename}:{number}: empty vocabulary entry")
         if token != token.strip():
             raise ValueError(
-                f"{filename}:{number}: the vocabulary entry {_quoted(token)} begins or ends with "
+                f"{filename}:{number}: the vocabulary entry {quoted(token)} begins or ends with "
                 "whitespace, so no token split from text can ever match it"
             )
         tokens.append(token)
@@ -175,13 +175,13 @@ class Vocab:
             if not isinstance(token, str) or not token:
                 raise ValueError(
                     f"{self._filename}:{number}: empty or non-string token "
-                    f"{_quoted(token) if isinstance(token, str) else repr(token)}"
+                    f"{quoted(token) if isinstance(token, str) else repr(token)}"
                 )
             if token in specials:
                 continue
             if token in line_of:
                 raise ValueError(
-                    f"{self._filename}:{number}: token {_quoted(token)} is already on line "
+                    f"{self._filename}:{number}: token {quoted(token)} is already on line "
                     f"{line_of[token]}; a vocabulary lists each token once"
                 )
             line_of[token] = number

@@ -1,6 +1,11 @@
 """Tokenizers in the TensorFlow graph, with the reference's ids: BERT's WordPiece, GPT-2's BPE,
 ALBERT's and T5's SentencePiece.
 
+* :mod:`~texkit.data.tokenizers.templated`: :class:`TemplateTokenizer`, the base they share
+  (texts to ids, ids packed in a template of special tokens, the vocabulary's facts).
+* :mod:`~texkit.data.tokenizers.packing`: ids packed in a template, padded to a static length.
+* :mod:`~texkit.data.tokenizers.reading`: reading a tokenizer's files with the errors a user
+  can act on.
 * :mod:`~texkit.data.tokenizers.bert_tokenizer`: :class:`BERTTokenizer`, what it reproduces and
   its known differences from the reference tokenizer.
 * :mod:`~texkit.data.tokenizers.vocab_file`: reading a BERT ``vocab.txt``; the special tokens.
@@ -8,14 +13,18 @@ ALBERT's and T5's SentencePiece.
   per-code-point tables that normalize text as the reference does.
 * :mod:`~texkit.data.tokenizers.fast_path`: the texts ``tf_text.FastBertTokenizer`` tokenizes as
   the tables do, and how a batch is routed between the two.
-* :mod:`~texkit.data.tokenizers.packing`: ``[CLS] A [SEP] B [SEP]`` padded to a static length.
-* :mod:`~texkit.data.tokenizers.templated`: what the subword tokenizers share (ids packed in a
-  template of special tokens).
 * :mod:`~texkit.data.tokenizers.byte_bpe`: :class:`GPT2BPETokenizer`, GPT-2's and RoBERTa's
-  byte-level BPE (``vocab.json`` + ``merges.txt``), what it reproduces and how without lookahead.
+  byte-level BPE (``vocab.json`` + ``merges.txt``), what it reproduces.
+* :mod:`~texkit.data.tokenizers.split_patterns`: the pre-tokenization patterns as data (GPT-2's),
+  and the split in RE2 without lookahead.
+* :mod:`~texkit.data.tokenizers.bpe_merges`: BPE merges on vocabulary ids in the graph.
+* :mod:`~texkit.data.tokenizers.bpe_files`: reading ``vocab.json`` and ``merges.txt``.
 * :mod:`~texkit.data.tokenizers.sentencepiece`: :class:`SentencePieceTokenizer`, ALBERT's and
-  T5's SentencePiece (``spiece.model``), ALBERT's preprocessing in TensorFlow ops, what it
-  reproduces and its known differences.
+  T5's SentencePiece (``spiece.model``), what it reproduces and its known differences.
+* :mod:`~texkit.data.tokenizers.albert_text`: ALBERT's preprocessing in TensorFlow ops, and its
+  split of the pieces that end with a digit and a comma.
+* :mod:`~texkit.data.tokenizers.sentencepiece_files`: reading ``spiece.model`` and a Hugging
+  Face folder's tokenizer config.
 * :mod:`~texkit.data.tokenizers.unknown_runs`: why and how long runs of characters a
   SentencePiece model lacks are cut before it sees them (the same ids, in linear time).
 """
@@ -23,6 +32,7 @@ ALBERT's and T5's SentencePiece.
 from texkit.data.tokenizers.bert_tokenizer import BERTTokenizer
 from texkit.data.tokenizers.byte_bpe import GPT2BPETokenizer
 from texkit.data.tokenizers.sentencepiece import SentencePieceTokenizer
+from texkit.data.tokenizers.templated import TemplateTokenizer
 from texkit.data.tokenizers.vocab_file import (
     CLS_TOKEN,
     MASK_TOKEN,
@@ -41,5 +51,6 @@ __all__ = [
     "SEP_TOKEN",
     "SPECIAL_TOKENS",
     "SentencePieceTokenizer",
+    "TemplateTokenizer",
     "UNK_TOKEN",
 ]

@@ -17,7 +17,8 @@ the vocabulary, becomes a single ``[UNK]``).
 How, in :mod:`texkit.data.tokenizers.normalization` (why not ``tf_text``'s BERT tokenizers, and
 the per-code-point table that gives the reference's words), :mod:`texkit.data.tokenizers.fast_path`
 (the shortcut most texts take through ``tf_text.FastBertTokenizer``, with the same ids) and
-:mod:`texkit.data.tokenizers.packing` (``[CLS] A [SEP] B [SEP]``).
+:mod:`texkit.data.tokenizers.templated` (the base class: ``[CLS] A [SEP] B [SEP]`` is its
+template, packed by :mod:`texkit.data.tokenizers.packing`).
 
 Cased vocabularies (``lowercase=False``) keep case and accents, as the original: no accent is
 stripped, the text is only cleaned, NFC-normalized and split.
@@ -33,9 +34,6 @@ Known differences from the reference, all deliberate or negligible:
 * In cased mode NFC runs on ICU's Unicode version, which may differ from Python's for characters
   newer than both.
 * Bytes that are not UTF-8 are read as U+FFFD, which the cleaning step deletes.
-
-(About 410 lines, most of them the class's documentation: what it reproduces and where it
-differs; the work is in ``normalization.py``, ``fast_path.py`` and ``packing.py``.)
 """
 
 from __future__ import annotations
@@ -55,12 +53,9 @@ from texkit.data.tokenizers.fast_path import (
     _rows_without_unknown,
 )
 from texkit.data.tokenizers.normalization import _Normalizer
-from texkit.data.tokenizers.packing import _pack
+from texkit.data.tokenizers.templated import TemplateTokenizer, setting, special_id
 from texkit.data.tokenizers.vocab_file import (
-    CLS_TOKEN,
-    MASK_TOKEN,
-    PAD_TOKEN,
-    SEP_TOKEN,
+    SPECIAL_TOKENS,
     UNK_TOKEN,
     _read_vocab,
 )
@@ -68,26 +63,15 @@ from texkit.data.tokenizers.vocab_file import (
 __all__ = ["BERTTokenizer"]
 
 
-def _as_batch(texts: Any, name: str) -> tuple[tf.Tensor, bool]:
-    """``texts`` as a [batch] string tensor, and whether it was a single (scalar) string."""
-    texts = tf.convert_to_tensor(texts, dtype=tf.string)
-    rank = texts.shape.rank
-    if rank == 0:
-        return texts[tf.newaxis], True
-    if rank != 1:
-        raise ValueError(
-            f"BERTTokenizer: {name} must be a string or a [batch] of strings, got shape "
-            f"{texts.shape}"
-        )
-    return texts, False
-
-
-class BERTTokenizer(tf.Module):
+class BERTTokenizer(TemplateTokenizer):
     """BERT's WordPiece tokenizer and input packing, in the TensorFlow graph.
 
     Gives the ids of the original BERT tokenizer (see :mod:`texkit.data.tokenizers.bert_tokenizer`
     for how and for the few known differences) and packs them as ``[CLS] A [SEP]`` or
-    ``[CLS] A [SEP] B [SEP]``, padded to a static ``max_seq_length`` (what XLA and TPUs need).
+    ``[CLS] A [SEP] B [SEP]``, padded with ``[PAD]`` to a static ``max_seq_length`` (what XLA
+    and TPUs need). ``segment_ids`` are 0 up to the first ``[SEP]`` and on the padding, 1 for
+    ``B [SEP]``. :meth:`detokenize` skips ``[PAD]``, ``[CLS]`` and ``[SEP]``
+    (:attr:`special_ids`).
 
     Args:
         vocab_file: Path of a BERT ``vocab.txt`` (one token per line, the line number from 0 is
@@ -137,16 +121,22 @@ class BERTTokenizer(tf.Module):
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ValueError(f"BERTTokenizer: {arg} must be an int >= {least}, got {value!r}")
-        self._vocab_file = os.fspath(vocab_file)
-        self._vocab = tuple(_read_vocab(self._vocab_file))
-        self._ids = {token: i for i, token in enumerate(self._vocab)}
-        self._lowercase = lowercase
-        self._max_seq_length = max_seq_length
-        self._max_chars_per_word = max_chars_per_word
+        self._settings = {
+            "vocab_file": os.fspath(vocab_file),
+            "lowercase": lowercase,
+            "max_chars_per_word": max_chars_per_word,
+        }
+        self._set_vocabulary(_read_vocab(self.vocab_file))
+        # "[PAD]" is the id of "pad", ... "[MASK]" of "mask".
+        self._special = {token[1:-1].lower(): self._ids[token] for token in SPECIAL_TOKENS}
+        self._special_ids = tuple(sorted({self.pad_id, self.cls_id, self.sep_id}))
+        # [CLS] A [SEP] B [SEP]: B [SEP] is segment 1.
+        template = ((self.cls_id,), (self.sep_id,), (), (self.sep_id,))
+        self._set_template(template, 1, max_seq_length, "BERT")
 
         self._normalizer = _Normalizer(lowercase)
         self._wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=list(self._vocab),
+            vocab=list(self._tokens),
             suffix_indicator="##",
             # A character is at most 4 UTF-8 bytes: the character limit is applied before.
             max_bytes_per_word=4 * max_chars_per_word,
@@ -157,8 +147,8 @@ class BERTTokenizer(tf.Module):
         # FastBertTokenizer's ids are kept for the rows of characters on which it is known to
         # give the table's words (see texkit/data/tokenizers/fast_path.py).
         self._fast_pattern = _fast_path_pattern(lowercase)
-        self._fast = _fast_bert_tokenizer(self._vocab, lowercase, max_chars_per_word)
-        self._vocab_tensor = tf.constant(self._vocab)
+        self._fast = _fast_bert_tokenizer(self._tokens, lowercase, max_chars_per_word)
+        self._vocab_tensor = tf.constant(self._tokens)
 
     @classmethod
     def from_pretrained(
@@ -178,141 +168,22 @@ class BERTTokenizer(tf.Module):
 
     # --- Python-side facts -------------------------------------------------------------------
 
-    @property
-    def vocab_file(self) -> str:
-        return self._vocab_file
+    _repr_settings = ("lowercase", "max_seq_length")
+
+    vocab_file = setting("vocab_file")
+    lowercase = setting("lowercase")
 
     @property
     def vocab(self) -> tuple[str, ...]:
         """The tokens, indexed by id."""
-        return self._vocab
+        return self._tokens
 
-    @property
-    def vocab_size(self) -> int:
-        return len(self._vocab)
-
-    @property
-    def lowercase(self) -> bool:
-        return self._lowercase
-
-    @property
-    def max_seq_length(self) -> int:
-        return self._max_seq_length
-
-    @property
-    def cls_id(self) -> int:
-        return self._ids[CLS_TOKEN]
-
-    @property
-    def sep_id(self) -> int:
-        return self._ids[SEP_TOKEN]
-
-    @property
-    def pad_id(self) -> int:
-        return self._ids[PAD_TOKEN]
-
-    @property
-    def mask_id(self) -> int:
-        return self._ids[MASK_TOKEN]
-
-    @property
-    def unk_id(self) -> int:
-        return self._ids[UNK_TOKEN]
-
-    def token_to_id(self, token: str) -> int:
-        """The id of a vocabulary entry (KeyError naming it if absent)."""
-        try:
-            return self._ids[token]
-        except KeyError:
-            raise KeyError(f"{token!r} is not in the vocabulary {self._vocab_file!r}") from None
-
-    def id_to_token(self, token_id: int) -> str:
-        """The vocabulary entry of an id (IndexError naming it if out of range)."""
-        if not 0 <= int(token_id) < len(self._vocab):
-            raise IndexError(f"id {token_id} is outside the vocabulary [0, {len(self._vocab)})")
-        return self._vocab[int(token_id)]
-
-    def __repr__(self) -> str:
-        return (
-            f"BERTTokenizer({self._vocab_file!r}, lowercase={self._lowercase}, "
-            f"max_seq_length={self._max_seq_length}, vocab_size={self.vocab_size})"
-        )
+    cls_id = special_id("cls")
+    sep_id = special_id("sep")
+    mask_id = special_id("mask")
+    unk_id = special_id("unk")
 
     # --- graph ops ---------------------------------------------------------------------------
-
-    def tokenize(self, texts: Any) -> tf.Tensor | tf.RaggedTensor:
-        """Wordpiece ids (int32) of raw texts, without special tokens.
-
-        Args:
-            texts: A string or a [batch] of strings (Python or string tensor).
-
-        Returns:
-            ``[batch, (tokens)]`` int32 ``tf.RaggedTensor``; for a single string a ``[tokens]``
-            ``tf.Tensor``.
-        """
-        batch, single = _as_batch(texts, "texts")
-        ids = self._tokenize_batch(batch)
-        return ids[0] if single else ids
-
-    def encode(self, texts: Any, second_texts: Any = None) -> dict[str, tf.Tensor]:
-        """BERT's inputs for single texts or text pairs, padded to ``max_seq_length``.
-
-        Texts are packed as ``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]``. What does not fit is
-        cut from the end, longest first: a token is dropped from the longer of ``A`` and ``B``
-        (from ``B`` when they are as long) until the pair fits, as BERT's ``_truncate_seq_pair``.
-
-        Args:
-            texts: The first texts: a string or a [batch] of strings.
-            second_texts: ``None``, or the second texts, of the same shape as ``texts``.
-
-        Returns:
-            A dict of int32 tensors, ``[batch, max_seq_length]`` (``[max_seq_length]`` for a
-            single string, e.g. in ``dataset.map``):
-            ``input_ids`` (padded with the ``[PAD]`` id), ``segment_ids`` (0 up to the first
-            ``[SEP]`` and on padding, 1 for ``B [SEP]``), and ``sequence_length`` (``[batch]``,
-            ``[]`` for a single string: the packed length, special tokens included).
-        """
-        first, single = _as_batch(texts, "texts")
-        if second_texts is None:
-            features = self.pack(self._tokenize_batch(first))
-        else:
-            second, second_single = _as_batch(second_texts, "second_texts")
-            if second_single != single or not first.shape.is_compatible_with(second.shape):
-                raise ValueError(
-                    "BERTTokenizer: texts and second_texts must have the same shape, got "
-                    f"{tf.convert_to_tensor(texts, tf.string).shape} and "
-                    f"{tf.convert_to_tensor(second_texts, tf.string).shape}"
-                )
-            same_size = tf.debugging.assert_equal(
-                tf.shape(first),
-                tf.shape(second),
-                message="BERTTokenizer: texts and second_texts differ in batch size",
-            )
-            with tf.control_dependencies([same_size]):
-                second = tf.identity(second)
-            features = self.pack(self._tokenize_batch(first), self._tokenize_batch(second))
-        if single:
-            features = {key: value[0] for key, value in features.items()}
-        return features
-
-    def pack(
-        self, ids: tf.RaggedTensor, second_ids: tf.RaggedTensor | None = None
-    ) -> dict[str, tf.Tensor]:
-        """:meth:`encode` for wordpiece ids: BERT's inputs from :meth:`tokenize`'s output.
-
-        Rows are packed and cut to ``max_seq_length`` as :meth:`encode` does: ``[CLS] A [SEP]``
-        or ``[CLS] A [SEP] B [SEP]``, the first ids kept, pairs cut longest first. The result is
-        built densely (:mod:`texkit.data.tokenizers.packing`).
-
-        Args:
-            ids: ``[batch, (tokens)]`` wordpiece ids (a ``tf.RaggedTensor``), without special
-                tokens.
-            second_ids: ``None``, or the second segments' ids, as many rows.
-
-        Returns:
-            :meth:`encode`'s dict of ``[batch, max_seq_length]`` int32 tensors.
-        """
-        return _pack(ids, second_ids, self._max_seq_length, self.cls_id, self.sep_id, self.pad_id)
 
     def detokenize(self, ids: Any, skip_special_tokens: bool = True) -> tf.Tensor:
         """Wordpiece ids back to text: tokens joined by spaces, ``##`` pieces glued on.
@@ -328,21 +199,7 @@ class BERTTokenizer(tf.Module):
         Returns:
             A string tensor: a scalar for ``[time]`` ids, ``[batch]`` otherwise.
         """
-        if not isinstance(ids, tf.RaggedTensor):
-            ids = tf.convert_to_tensor(ids)
-            if ids.shape.rank not in (1, 2):
-                raise ValueError(
-                    f"BERTTokenizer.detokenize: ids must be [time] or [batch, time], got shape "
-                    f"{ids.shape}"
-                )
-            single = ids.shape.rank == 1
-            ids = tf.RaggedTensor.from_tensor(ids[tf.newaxis] if single else ids)
-        else:
-            single = False
-        ids = tf.cast(ids, tf.int32)
-        if skip_special_tokens:
-            special = (ids == self.pad_id) | (ids == self.cls_id) | (ids == self.sep_id)
-            ids = tf.ragged.boolean_mask(ids, ~special)
+        ids, single = self._id_rows(ids, skip_special_tokens)
         tokens = tf.gather(self._vocab_tensor, ids)
         text = tf.strings.regex_replace(
             tf.strings.reduce_join(tokens, axis=-1, separator=" "), " ##", ""
@@ -402,7 +259,7 @@ class BERTTokenizer(tf.Module):
     def _tokenize_table(self, texts: tf.Tensor) -> tf.RaggedTensor:
         """``[batch]`` strings to wordpiece ids through the per-code-point table (any text)."""
         words = tf.strings.split(self._normalizer(texts))
-        limit = self._max_chars_per_word
+        limit = self._settings["max_chars_per_word"]
         # Counting characters is only needed when some word has more bytes than the limit.
         words = words.with_flat_values(
             tf.cond(

@@ -1,10 +1,11 @@
-"""BERT's input packing: ``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]``, padded to a static length.
+"""Ids packed in a template of special tokens (``[CLS] A [SEP] B [SEP]``), padded to a static size.
 
-:meth:`BERTTokenizer.pack <texkit.data.tokenizers.BERTTokenizer.pack>` and
-:meth:`~texkit.data.tokenizers.BERTTokenizer.encode` call :func:`_pack`. The result is built
-densely, position by position, rather than with ``tf_text.combine_segments`` followed by
-``tf_text.pad_model_inputs``, which give the same tensors more slowly (see
-``benchmarks/RESULTS.md``, tokenization).
+:meth:`TemplateTokenizer.pack <texkit.data.tokenizers.templated.TemplateTokenizer.pack>` (and so
+every tokenizer's ``encode``) calls :func:`_pack`. The result is built densely, position by
+position (``tf.where`` on a ``[batch, max_seq_length]`` grid), rather than with
+``tf_text.combine_segments`` followed by ``tf_text.pad_model_inputs``, which give the same tensors
+more slowly (see ``benchmarks/RESULTS.md``, tokenization). Pairs are truncated by BERT's rule
+(:func:`_longest_first`).
 """
 
 from __future__ import annotations
@@ -13,70 +14,61 @@ import tensorflow as tf
 
 
 def _pack(
-    ids: tf.RaggedTensor,
-    second_ids: tf.RaggedTensor | None,
-    max_seq_length: int,
-    cls_id: int,
-    sep_id: int,
+    segments: list[tf.RaggedTensor],
+    template: tuple[tuple[int, ...], ...],
+    second_segment: int,
+    length: int,
     pad_id: int,
+    owner: str,
 ) -> dict[str, tf.Tensor]:
-    """The body of :meth:`BERTTokenizer.pack <texkit.data.tokenizers.BERTTokenizer.pack>`, given
-    the tokenizer's ``max_seq_length`` and the ids of ``[CLS]``, ``[SEP]`` and ``[PAD]``."""
-    segments = []
-    for arg, value in (("ids", ids), ("second_ids", second_ids)):
-        if value is None:
-            continue
-        if not isinstance(value, tf.RaggedTensor) or value.shape.rank != 2:
-            raise TypeError(
-                f"BERTTokenizer.pack: {arg} must be a [batch, (tokens)] tf.RaggedTensor "
-                f"(what tokenize gives for a batch), got {value!r}"
-            )
-        segments.append(tf.cast(value, tf.int32))
-    length = max_seq_length
+    """The body of :meth:`~texkit.data.tokenizers.templated.TemplateTokenizer.pack`: one or two
+    ``[batch, (tokens)]`` int32 ``segments`` packed in ``template`` (first prefix, first suffix,
+    second prefix, second suffix), the second part's segment id ``second_segment``, padded with
+    ``pad_id`` to ``length``; ``owner`` is the class the errors name."""
+    template = template[: 2 * len(segments)]
+    budget = length - sum(len(part) for part in template)
     lengths = [tf.cast(segment.row_lengths(), tf.int32) for segment in segments]
     if len(segments) == 1:
-        keep = [tf.minimum(lengths[0], length - 2)]
+        keep = [tf.minimum(lengths[0], budget)]
     else:
-        if length < 3:
+        if budget < 0:
             raise ValueError(
-                f"BERTTokenizer: max_seq_length={length} leaves no room for a pair "
-                "([CLS] A [SEP] B [SEP] needs at least 3)"
+                f"{owner}: max_seq_length={length} leaves no room for the "
+                f"{length - budget} special tokens of a pair"
             )
         same_rows = tf.debugging.assert_equal(
             tf.size(lengths[0]),
             tf.size(lengths[1]),
-            message="BERTTokenizer.pack: ids and second_ids differ in rows",
+            message=f"{owner}.pack: ids and second_ids differ in rows",
         )
         with tf.control_dependencies([same_rows]):
-            keep = list(_longest_first(*lengths, length - 3))
+            keep = list(_longest_first(*lengths, budget))
+    rows = tf.shape(lengths[0])[0]
     position = tf.range(length)[tf.newaxis, :]
-    dense = segments[0].to_tensor(pad_id, shape=[None, length - 1])
-    input_ids = tf.concat([tf.fill([tf.shape(dense)[0], 1], cls_id), dense], 1)
-    first_sep = keep[0][:, tf.newaxis] + 1
-    input_ids = tf.where(
-        position < first_sep,
-        input_ids,
-        tf.where(position == first_sep, sep_id, pad_id),
-    )
-    segment_ids = tf.zeros_like(input_ids)
-    total = keep[0] + 2
-    if len(segments) == 2:
-        start = first_sep + 1
+    input_ids = tf.fill([rows, length], tf.constant(pad_id, tf.int32))
+    segment_ids = tf.zeros([rows, length], tf.int32)
+    start = tf.zeros([rows, 1], tf.int32)  # where the next part begins
+    for index, (segment, kept) in enumerate(zip(segments, keep, strict=True)):
+        prefix, suffix = template[2 * index : 2 * index + 2]
+        begin = start
+        for offset, token in enumerate(prefix):
+            input_ids = tf.where(position == start + offset, token, input_ids)
+        start += len(prefix)
+        end = start + kept[:, tf.newaxis]
         # Row i's token k goes to position start[i] + k.
         shifted = tf.gather(
-            segments[1].to_tensor(pad_id, shape=[None, length]),
-            tf.maximum(position - start, 0),
+            segment.to_tensor(pad_id, shape=[None, length]),
+            tf.clip_by_value(position - start, 0, length - 1),
             batch_dims=1,
         )
-        second_sep = start + keep[1][:, tf.newaxis]
-        input_ids = tf.where(
-            (position >= start) & (position < second_sep),
-            shifted,
-            tf.where(position == second_sep, sep_id, input_ids),
-        )
-        segment_ids = tf.cast((position >= start) & (position <= second_sep), tf.int32)
-        total += keep[1] + 1
-    return {"input_ids": input_ids, "segment_ids": segment_ids, "sequence_length": total}
+        input_ids = tf.where((position >= start) & (position < end), shifted, input_ids)
+        for offset, token in enumerate(suffix):
+            input_ids = tf.where(position == end + offset, token, input_ids)
+        start = end + len(suffix)
+        if index == 1 and second_segment:  # the second part: prefix, B, suffix
+            second = (position >= begin) & (position < start)
+            segment_ids = tf.where(second, second_segment, segment_ids)
+    return {"input_ids": input_ids, "segment_ids": segment_ids, "sequence_length": start[:, 0]}
 
 
 def _longest_first(first: tf.Tensor, second: tf.Tensor, budget: int) -> tuple[tf.Tensor, tf.Tensor]:

@@ -1,28 +1,36 @@
-"""What the subword tokenizers share: raw texts to ids, and ids packed in a template.
+"""What the tokenizers share: raw texts to ids, ids packed in a template, the vocabulary's facts.
 
-:class:`TemplateTokenizer` is the base of :class:`~texkit.data.tokenizers.GPT2BPETokenizer` and
+:class:`TemplateTokenizer` is the base of :class:`~texkit.data.tokenizers.BERTTokenizer`,
+:class:`~texkit.data.tokenizers.GPT2BPETokenizer` and
 :class:`~texkit.data.tokenizers.SentencePieceTokenizer`. A subclass sets, in its constructor:
 
-* ``_tokenize_fn``: ``[batch]`` strings to ``[batch, (tokens)]`` int32 ids (a ``tf.function``);
-* ``_template``: ``(first prefix, first suffix, second prefix, second suffix)``, tuples of ids
-  (RoBERTa: ``((<s>,), (</s>,), (</s>,), (</s>,))``);
-* ``_second_segment``: the segment id of the second text's part (1, or 0 for models with a
-  single token type);
-* ``_max_seq_length`` and ``_pad_id``.
+* ``_tokenize_batch``: a method from ``[batch]`` strings to ``[batch, (tokens)]`` int32 ids
+  (:meth:`TemplateTokenizer._compile` makes it a ``tf.function``);
+* ``_settings``: the files and options it was made with, by argument name (:func:`setting`
+  makes a property of one; ``repr`` shows them);
+* the vocabulary (:meth:`TemplateTokenizer._set_vocabulary`): the tokens by id, the file they
+  come from (the setting ``_source_arg``), and ``_special``, the ids of the special tokens by
+  role (``"pad"``, ``"cls"``, ``"eos"``...; :func:`special_id` makes a property of one) and
+  ``_special_ids``, the ids that ``detokenize`` skips;
+* the template (:meth:`TemplateTokenizer._set_template`): ``(first prefix, first suffix, second
+  prefix, second suffix)``, tuples of ids (RoBERTa: ``((<s>,), (</s>,), (</s>,), (</s>,))``),
+  the segment id of the second text's part (1, or 0 for models with a single token type) and
+  ``max_seq_length``.
 
-Packing is dense, position by position (``tf.where`` on a ``[batch, max_seq_length]`` grid),
-and pairs are truncated by BERT's rule (:func:`~texkit.data.tokenizers.packing._longest_first`).
+Packing is :func:`texkit.data.tokenizers.packing._pack`: dense, position by position, pairs
+truncated by BERT's rule.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import tensorflow as tf
 
-from texkit.data.tokenizers.packing import _longest_first
+from texkit.data.tokenizers.packing import _pack
 
-__all__ = ["TemplateTokenizer", "as_batch"]
+__all__ = ["TemplateTokenizer", "as_batch", "setting", "special_id"]
 
 
 def as_batch(texts: Any, name: str, owner: str) -> tuple[tf.Tensor, bool]:
@@ -38,18 +46,160 @@ def as_batch(texts: Any, name: str, owner: str) -> tuple[tf.Tensor, bool]:
     return texts, False
 
 
-class TemplateTokenizer(tf.Module):
-    """Base class: :meth:`tokenize`, and :meth:`encode` / :meth:`pack` in a template."""
+def setting(name: str, doc: str | None = None) -> property:
+    """A read-only property: the tokenizer's setting ``name`` (a key of its ``_settings``: the
+    files and options it was made with)."""
+    return property(lambda self: self._settings[name], doc=doc)
 
-    _tokenize_fn: Any
+
+def special_id(role: str, doc: str | None = None) -> property:
+    """A read-only property: the id of the tokenizer's special token of ``role`` (a key of its
+    ``_special``: ``"cls"``, ``"eos"``...), ``None`` when it has none."""
+    return property(lambda self: self._special[role], doc=doc)
+
+
+class TemplateTokenizer(tf.Module):
+    """Base class: :meth:`tokenize`, :meth:`encode` / :meth:`pack` in a template, the
+    vocabulary's facts (:meth:`token_to_id`, :meth:`id_to_token`, :attr:`vocab_size`,
+    :attr:`pad_id`, :attr:`special_ids`), :attr:`max_seq_length` and ``repr`` (see the module
+    for what a subclass sets)."""
+
+    # What the errors and repr say: the argument naming the tokenizer's file, what its
+    # vocabulary holds ("token", "piece"), and the settings repr shows (the files without
+    # their names).
+    _source_arg = "vocab_file"
+    _entry = "token"
+    _repr_files: tuple[str, ...] = ("vocab_file",)
+    _repr_settings: tuple[str, ...] = ("max_seq_length",)
+
+    _settings: dict[str, Any]
+    _source: str
+    _tokens: tuple[str | None, ...]
+    _ids: dict[str, int]
+    _special: dict[str, int | None]
+    _special_ids: tuple[int, ...]
     _template: tuple[tuple[int, ...], ...]
     _second_segment: int
     _max_seq_length: int
-    _pad_id: int
 
     @property
     def _owner(self) -> str:
         return type(self).__name__
+
+    # --- construction ------------------------------------------------------------------------
+
+    def _set_vocabulary(
+        self, tokens: Sequence[str | None], ids: dict[str, int] | None = None
+    ) -> None:
+        """The tokens by id (``None`` for an id no token has) read from the file of the setting
+        ``_source_arg``, and each token's id (by default its first id)."""
+        self._source = self._settings[self._source_arg]
+        self._tokens = tuple(tokens)
+        if ids is None:
+            ids = {}
+            for token_id, token in enumerate(self._tokens):
+                if token is not None:
+                    ids.setdefault(token, token_id)
+        self._ids = ids
+
+    def _required(self, token: str, why: str) -> int:
+        """The id of ``token``, which the tokenizer needs (``why``: ``"style='t5' needs"``)."""
+        if token not in self._ids:
+            raise ValueError(
+                f"{self._owner}: {self._source_arg} {self._source!r} has no {token!r} "
+                f"{self._entry}, which {why}"
+            )
+        return self._ids[token]
+
+    def _set_template(
+        self,
+        template: tuple[tuple[int, ...], ...],
+        second_segment: int,
+        max_seq_length: int,
+        style: str,
+    ) -> None:
+        """The template of :meth:`pack`, the second part's segment id, and ``max_seq_length``
+        (checked: at least the first text's special tokens and one token)."""
+        least = max(1, len(template[0]) + len(template[1]))
+        if isinstance(max_seq_length, bool) or not isinstance(max_seq_length, int):
+            raise ValueError(
+                f"{self._owner}: max_seq_length must be an int, got {max_seq_length!r}"
+            )
+        if max_seq_length < least:
+            raise ValueError(
+                f"{self._owner}: max_seq_length must be >= {least} (the special tokens of "
+                f"{style} and one token), got {max_seq_length}"
+            )
+        self._template = template
+        self._second_segment = second_segment
+        self._max_seq_length = max_seq_length
+
+    def _compile(self) -> None:
+        """Makes :meth:`_tokenize_fn` a ``tf.function`` of ``[None]`` strings."""
+        self._tokenize_fn = tf.function(
+            self._tokenize_batch,
+            input_signature=[tf.TensorSpec([None], tf.string)],
+            autograph=False,
+        )
+
+    def _tokenize_fn(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        """``[batch]`` strings to ``[batch, (tokens)]`` int32 ids (see :meth:`_compile`)."""
+        return self._tokenize_batch(texts)
+
+    def _tokenize_batch(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        raise NotImplementedError
+
+    # --- Python-side facts -------------------------------------------------------------------
+
+    @property
+    def max_seq_length(self) -> int:
+        """The length of :meth:`encode`'s outputs, special tokens included."""
+        return self._max_seq_length
+
+    @property
+    def vocab_size(self) -> int:
+        """One more than the largest id: the size of an embedding table for the ids (the
+        number of tokens, unless a BPE vocabulary leaves ids out)."""
+        return len(self._tokens)
+
+    pad_id = special_id("pad", "The padding's id.")
+
+    @property
+    def special_ids(self) -> tuple[int, ...]:
+        """The ids :meth:`detokenize` skips: the special tokens (see the class) and the
+        padding."""
+        return self._special_ids
+
+    def token_to_id(self, token: str) -> int:
+        """The id of a vocabulary entry (KeyError naming it if absent)."""
+        try:
+            return self._ids[token]
+        except KeyError:
+            where = "a piece of" if self._entry == "piece" else "in the vocabulary"
+            raise KeyError(f"{token!r} is not {where} {self._source!r}") from None
+
+    def id_to_token(self, token_id: int) -> str:
+        """The vocabulary entry of an id (IndexError naming it if no entry has it)."""
+        index = int(token_id)
+        inside = 0 <= index < len(self._tokens)
+        if not inside or self._tokens[index] is None:
+            raise IndexError(
+                f"no {self._entry} of {self._source!r} has the id {token_id}"
+                + ("" if inside else f": it is outside the vocabulary [0, {len(self._tokens)})")
+            )
+        token = self._tokens[index]
+        return token
+
+    def __repr__(self) -> str:
+        values = {**self._settings, "max_seq_length": self._max_seq_length}
+        parts = [repr(values[name]) for name in self._repr_files]
+        for name in self._repr_settings:
+            value = values[name]
+            if value is not None:
+                parts.append(f"{name}={value!r}")
+        return f"{self._owner}({', '.join(parts)}, vocab_size={self.vocab_size})"
+
+    # --- graph ops ---------------------------------------------------------------------------
 
     def tokenize(self, texts: Any) -> tf.Tensor | tf.RaggedTensor:
         """Ids (int32) of raw texts, without special tokens.
@@ -131,52 +281,33 @@ class TemplateTokenizer(tf.Module):
                     f"(what tokenize gives for a batch), got {value!r}"
                 )
             segments.append(tf.cast(value, tf.int32))
-        template = self._template[: 2 * len(segments)]
-        length = self._max_seq_length
-        budget = length - sum(len(part) for part in template)
-        lengths = [tf.cast(segment.row_lengths(), tf.int32) for segment in segments]
-        if len(segments) == 1:
-            keep = [tf.minimum(lengths[0], budget)]
-        else:
-            if budget < 0:
+        return _pack(
+            segments,
+            self._template,
+            self._second_segment,
+            self._max_seq_length,
+            self.pad_id,
+            self._owner,
+        )
+
+    def _id_rows(self, ids: Any, skip_special_tokens: bool) -> tuple[tf.RaggedTensor, bool]:
+        """:meth:`detokenize`'s ``ids`` as ``[batch, (time)]`` int32, without
+        :attr:`special_ids` when ``skip_special_tokens``, and whether they were ``[time]``."""
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.convert_to_tensor(ids)
+            if ids.shape.rank not in (1, 2):
                 raise ValueError(
-                    f"{self._owner}: max_seq_length={length} leaves no room for the "
-                    f"{length - budget} special tokens of a pair"
+                    f"{self._owner}.detokenize: ids must be [time] or [batch, time], got shape "
+                    f"{ids.shape}"
                 )
-            same_rows = tf.debugging.assert_equal(
-                tf.size(lengths[0]),
-                tf.size(lengths[1]),
-                message=f"{self._owner}.pack: ids and second_ids differ in rows",
+            single = ids.shape.rank == 1
+            ids = tf.RaggedTensor.from_tensor(ids[tf.newaxis] if single else ids)
+        else:
+            single = False
+        ids = tf.cast(ids, tf.int32)
+        if skip_special_tokens:
+            special = tf.reduce_any(
+                ids.flat_values[:, tf.newaxis] == tf.constant(self._special_ids, tf.int32), axis=1
             )
-            with tf.control_dependencies([same_rows]):
-                keep = list(_longest_first(*lengths, budget))
-        rows = tf.shape(lengths[0])[0]
-        position = tf.range(length)[tf.newaxis, :]
-        input_ids = tf.fill([rows, length], tf.constant(self._pad_id, tf.int32))
-        segment_ids = tf.zeros([rows, length], tf.int32)
-        start = tf.zeros([rows, 1], tf.int32)  # where the next part begins
-        for index, (segment, kept) in enumerate(zip(segments, keep, strict=True)):
-            prefix, suffix = template[2 * index : 2 * index + 2]
-            begin = start
-            for offset, token in enumerate(prefix):
-                input_ids = tf.where(position == start + offset, token, input_ids)
-            start += len(prefix)
-            end = start + kept[:, tf.newaxis]
-            # Row i's token k goes to position start[i] + k.
-            shifted = tf.gather(
-                segment.to_tensor(self._pad_id, shape=[None, length]),
-                tf.clip_by_value(position - start, 0, length - 1),
-                batch_dims=1,
-            )
-            input_ids = tf.where((position >= start) & (position < end), shifted, input_ids)
-            for offset, token in enumerate(suffix):
-                input_ids = tf.where(position == end + offset, token, input_ids)
-            start = end + len(suffix)
-            if index == 1 and self._second_segment:  # the second part: prefix, B, suffix
-                second = (position >= begin) & (position < start)
-                segment_ids = tf.where(second, self._second_segment, segment_ids)
-        return {
-            "input_ids": input_ids,
-            "segment_ids": segment_ids,
-            "sequence_length": start[:, 0],
-        }
+            ids = tf.ragged.boolean_mask(ids, ids.with_flat_values(~special))
+        return ids, single

@@ -44,11 +44,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
+import tensorflow as tf
 
-__all__ = ["MAX_RULE_CHARS", "unknown_run_pattern"]
+__all__ = ["MAX_RULE_CHARS", "cut_unknown_runs", "unknown_run_pattern"]
 
 # The longest normalization rule, in characters, that texkit reads (NFKC's are 4).
 MAX_RULE_CHARS = 32
+# Texts longer than this have their runs of unknown characters cut.
+CUT_ABOVE_BYTES = 4096
 # The largest charsmap read (NFKC's is 240 KB).
 MAX_CHARSMAP_BYTES = 16 << 20
 # Python's str.isspace, and NUL: never part of a run.
@@ -218,3 +221,15 @@ def unknown_run_pattern(
     }
     unknown = _character_class(known, negated=True)
     return f"({unknown}{{{max(longest, 1)}}}){unknown}+"
+
+
+def cut_unknown_runs(texts: tf.Tensor, pattern: str) -> tf.Tensor:
+    """``texts`` with the runs of unknown characters that ``pattern`` (of
+    :func:`unknown_run_pattern`) matches cut to its group 1, in the texts of more than
+    :data:`CUT_ABOVE_BYTES` bytes: in a shorter one a run costs SentencePiece a millisecond at
+    most, less than the pattern would."""
+    long = tf.cast(tf.strings.length(texts) > CUT_ABOVE_BYTES, tf.int32)
+    parts = tf.dynamic_partition(texts, long, 2)
+    positions = tf.dynamic_partition(tf.range(tf.size(texts)), long, 2)
+    cut = tf.strings.regex_replace(parts[1], pattern, r"\1")
+    return tf.reshape(tf.dynamic_stitch(positions, [parts[0], cut]), tf.shape(texts))

@@ -2,20 +2,29 @@
 
 Limits (each an error naming the file, and the line where there is one):
 
-* The file is a regular file (not a FIFO or a device: :mod:`texkit.files`) of at most
-  :data:`texkit.files.MAX_JSON_BYTES` bytes (256 MiB; BERT's are under 1 MB). Set that
-  constant higher for a larger file.
+* The file is read by :func:`~texkit.data.tokenizers.reading.read_file`: a regular file of
+  at most :data:`texkit.files.MAX_JSON_BYTES` bytes (256 MiB; BERT's are under 1 MB).
 * An entry holds at most :data:`MAX_WORDPIECE_BYTES` UTF-8 bytes besides a leading ``##``:
   ``tf_text.FastWordpieceTokenizer`` accepts no longer token (BERT's longest are under 20).
 
-Messages quote at most the first :data:`QUOTED_CHARS` characters of a line (:func:`_quoted`).
+Messages quote at most the first :data:`~texkit.data.tokenizers.reading.QUOTED_CHARS`
+characters of a line (:func:`~texkit.data.tokenizers.reading.quoted`).
 """
 
 from __future__ import annotations
 
-import tensorflow as tf
+from texkit.data.tokenizers.reading import QUOTED_CHARS, quoted, read_file
 
-from texkit import files
+__all__ = [
+    "CLS_TOKEN",
+    "MASK_TOKEN",
+    "MAX_WORDPIECE_BYTES",
+    "PAD_TOKEN",
+    "QUOTED_CHARS",
+    "SEP_TOKEN",
+    "SPECIAL_TOKENS",
+    "UNK_TOKEN",
+]
 
 CLS_TOKEN = "[CLS]"
 SEP_TOKEN = "[SEP]"
@@ -26,51 +35,13 @@ SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
 
 # FastWordpieceTokenizer refuses a longer token (besides its suffix indicator).
 MAX_WORDPIECE_BYTES = 256
-# The most characters of a line or token an error message quotes.
-QUOTED_CHARS = 60
-
-
-def _quoted(text: str, limit: int = QUOTED_CHARS) -> str:
-    """``repr(text)``, or of its first ``limit`` characters and its length when it is longer: an
-    error about a 50 MB line stays one line.
-
-    >>> _quoted("x" * 100, limit=3)
-    "'xxx'... (100 characters)"
-    """
-    if len(text) <= limit:
-        return repr(text)
-    return f"{text[:limit]!r}... ({len(text):,} characters)"
-
-
-def _shown(value: object, limit: int = QUOTED_CHARS) -> str:
-    """``repr(value)``, cut to its first ``limit`` characters and its length when longer (a
-    config value or an id that may be a whole list)."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 def _read_vocab(vocab_file: str) -> list[str]:
     """The tokens of a BERT ``vocab.txt``, one per line; the line number (from 0) is the id."""
-    if not tf.io.gfile.exists(vocab_file):
-        raise FileNotFoundError(f"BERTTokenizer: vocab_file {vocab_file!r} does not exist")
-    if tf.io.gfile.isdir(vocab_file):
-        raise IsADirectoryError(
-            f"BERTTokenizer: vocab_file {vocab_file!r} is a folder; give its vocab.txt, or use "
-            "BERTTokenizer.from_pretrained(folder)"
-        )
-    data = files.read_bytes(
-        vocab_file,
-        files.MAX_JSON_BYTES,
-        context="BERTTokenizer vocab_file",
-        what="vocabulary file (texkit.files.MAX_JSON_BYTES)",
+    text = read_file(
+        vocab_file, "BERTTokenizer", "vocab_file", what="vocabulary file", give="its vocab.txt"
     )
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(
-            f"BERTTokenizer: vocab_file {vocab_file!r} is not UTF-8 ({e.reason} at byte "
-            f"{e.start:,})"
-        ) from None
     tokens = text.split("\n")
     if tokens and tokens[-1] == "":
         tokens.pop()  # the final newline
@@ -85,13 +56,13 @@ def _read_vocab(vocab_file: str) -> list[str]:
         if len(token.removeprefix("##").encode("utf-8")) > MAX_WORDPIECE_BYTES:
             raise ValueError(
                 f"BERTTokenizer: vocab_file {vocab_file!r} line {line} is the token "
-                f"{_quoted(token)}, longer than a WordPiece token may be "
+                f"{quoted(token)}, longer than a WordPiece token may be "
                 f"({MAX_WORDPIECE_BYTES} UTF-8 bytes besides a leading '##')"
             )
         if token in first_line:
             raise ValueError(
                 f"BERTTokenizer: vocab_file {vocab_file!r} line {line} repeats the token "
-                f"{_quoted(token)} of line {first_line[token]}"
+                f"{quoted(token)} of line {first_line[token]}"
             )
         first_line[token] = line
     for token in SPECIAL_TOKENS:
