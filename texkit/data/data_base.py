@@ -23,6 +23,13 @@ import tensorflow as tf
 
 from texkit.configurable import Configurable
 from texkit.data import file_scan, sources
+from texkit.data.batching import (
+    batch,
+    bucket_batch,
+    bucket_sizes,
+    check_batching_hparams,
+    per_replica,
+)
 from texkit.data.fields import Field
 from texkit.data.input_report import (
     _CHUNK,
@@ -133,24 +140,7 @@ class DataBase(Configurable):
             raise HParamsError(f"expected None or an int, got {hp.seed!r}", "seed")
         if hp.source not in ("files", "tfds"):
             raise HParamsError(f"expected 'files' or 'tfds', got {hp.source!r}", "source")
-        boundaries = list(hp.bucket_boundaries)
-        if boundaries != sorted(set(boundaries)) or any(b < 1 for b in boundaries):
-            raise HParamsError(
-                f"expected increasing positive lengths, got {boundaries}", "bucket_boundaries"
-            )
-        sizes = list(hp.bucket_batch_sizes)
-        if sizes and len(sizes) != len(boundaries) + 1:
-            raise HParamsError(
-                f"expected len(bucket_boundaries) + 1 = {len(boundaries) + 1} sizes, got "
-                f"{len(sizes)}",
-                "bucket_batch_sizes",
-            )
-        if sizes and hp.batch_tokens:
-            raise HParamsError("give bucket_batch_sizes or batch_tokens, not both", "batch_tokens")
-        if hp.batch_tokens < 0:
-            raise HParamsError(
-                f"expected 0 (off) or a positive int, got {hp.batch_tokens}", "batch_tokens"
-            )
+        check_batching_hparams(hp)
 
     # -- Subclass hooks ------------------------------------------------------------------------
 
@@ -262,28 +252,6 @@ class DataBase(Configurable):
             outputs.update(field.process(clean))
         return outputs
 
-    def _bucket_sizes(self, batch_size: int, replicas: int) -> tuple[list[int], list[int]]:
-        hp = self.hparams
-        boundaries = list(hp.bucket_boundaries)
-        if hp.batch_tokens:
-            longest = self._max_length()
-            if longest is None:
-                raise HParamsError("token-budget batching needs max_seq_length", "batch_tokens")
-            if not boundaries:
-                bound = 8
-                while bound < longest:
-                    boundaries.append(bound)
-                    bound = max(bound + 1, int(bound * 1.1))
-            uppers = [b - 1 for b in boundaries] + [
-                max(longest, boundaries[-1] if boundaries else 1)
-            ]
-            budget = hp.batch_tokens // replicas
-            return boundaries, [max(1, budget // upper) for upper in uppers]
-        if hp.bucket_batch_sizes:
-            sizes = [_per_replica(s, replicas, "bucket_batch_sizes") for s in hp.bucket_batch_sizes]
-            return boundaries, sizes
-        return boundaries, [batch_size] * (len(boundaries) + 1)
-
     def make_dataset(
         self, input_context: tf.distribute.InputContext | None = None
     ) -> tf.data.Dataset:
@@ -305,33 +273,18 @@ class DataBase(Configurable):
         hp = self.hparams
         replicas = input_context.num_replicas_in_sync if input_context else 1
         pipelines = input_context.num_input_pipelines if input_context else 1
-        batch_size = _per_replica(hp.batch_size, replicas, "batch_size")
+        batch_size = per_replica(hp.batch_size, replicas, "batch_size")
         # With drop_remainder every replica of every step gets a full batch. The strategy deals a
         # pipeline's batches out to the replicas it feeds in turn, and at the end would give the
         # last ones an empty batch (or, with static shapes, drop the full batches of an
         # incomplete step): so the pipeline drops the remainder of its replicas' whole share,
         # then splits each share into per-replica batches.
         group = max(1, replicas // pipelines) if hp.drop_remainder else 1
-        dataset = self._raw_examples()
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(
-                input_context.num_input_pipelines, input_context.input_pipeline_id
-            )
-        # Records are checked in vectorized chunks (the files themselves before the first chunk
-        # and after the last, each epoch); shuffling and batching move single clean records;
-        # tokenizing, id lookup and padding run on whole batches.
         bucketing = bool(hp.bucket_boundaries or hp.batch_tokens)
-        boundaries, sizes = self._bucket_sizes(batch_size, replicas) if bucketing else (None, [])
-        dataset = file_scan.check_unchanged(
-            dataset.batch(self._chunk),
-            [(file, f"{field.key}.files") for field in self._fields for file in field.scanned],
+        boundaries, sizes = (
+            bucket_sizes(hp, batch_size, replicas, self._max_length()) if bucketing else (None, [])
         )
-        dataset = dataset.map(
-            lambda *raws: self._check_chunk(raws, boundaries),
-            num_parallel_calls=self._parallel(),
-            deterministic=True,
-        )
-        dataset = dataset.unbatch()
+        dataset = self._clean_records(input_context, boundaries)
         if hp.shuffle:
             dataset = dataset.shuffle(
                 hp.shuffle_buffer_size,
@@ -341,19 +294,9 @@ class DataBase(Configurable):
         if hp.num_epochs != 1:
             dataset = dataset.repeat(None if hp.num_epochs == -1 else hp.num_epochs)
         if bucketing:
-            # The bucket of each record was computed with the checks, in chunks: grouping by
-            # a precomputed key is cheaper than tf.data's bucket_by_sequence_length (see
-            # benchmarks/RESULTS.md, data pipeline).
-            batch_sizes = tf.constant(sizes, tf.int64)
-            dataset = dataset.group_by_window(
-                key_func=lambda cleans, bucket: bucket,
-                reduce_func=lambda bucket, window: _batch(
-                    window, batch_sizes[bucket], group, hp.drop_remainder
-                ),
-                window_size_func=lambda bucket: batch_sizes[bucket] * group,
-            )
+            dataset = bucket_batch(dataset, sizes, group, hp.drop_remainder)
         else:
-            dataset = _batch(dataset, batch_size, group, hp.drop_remainder)
+            dataset = batch(dataset, batch_size, group, hp.drop_remainder)
             if hp.drop_remainder and pipelines > 1 and hp.num_epochs != -1:
                 # Every worker runs as many steps as the smallest shard fills, so no step
                 # mixes full batches with the dummy ones the strategy gives a worker that has
@@ -366,17 +309,31 @@ class DataBase(Configurable):
         if hp.prefetch_buffer_size:
             size = hp.prefetch_buffer_size
             dataset = dataset.prefetch(tf.data.AUTOTUNE if size == -1 else size)
-        if input_context is None:
-            # Given whole to a multi-worker strategy (as Keras does with a dataset of global
-            # batches), a pipeline is sharded by tf.data. Sharding by file would cut each
-            # field's files apart, pairing a source line with another example's target when the
-            # fields' files split differently, so the batches are shared out instead.
-            options = tf.data.Options()
-            options.experimental_distribute.auto_shard_policy = (
-                tf.data.experimental.AutoShardPolicy.DATA
+        return _shared_out_by_batch(dataset) if input_context is None else dataset
+
+    def _clean_records(
+        self, input_context: tf.distribute.InputContext | None, boundaries: Any
+    ) -> tf.data.Dataset:
+        """This input pipeline's shard of the clean records, one ``(record, bucket)`` at a time.
+
+        Records are checked in vectorized chunks (the files themselves before the first chunk
+        and after the last, each epoch); shuffling and batching move single clean records;
+        tokenizing, id lookup and padding run on whole batches."""
+        dataset = self._raw_examples()
+        if input_context is not None and input_context.num_input_pipelines > 1:
+            dataset = dataset.shard(
+                input_context.num_input_pipelines, input_context.input_pipeline_id
             )
-            dataset = dataset.with_options(options)
-        return dataset
+        dataset = file_scan.check_unchanged(
+            dataset.batch(self._chunk),
+            [(file, f"{field.key}.files") for field in self._fields for file in field.scanned],
+        )
+        dataset = dataset.map(
+            lambda *raws: self._check_chunk(raws, boundaries),
+            num_parallel_calls=self._parallel(),
+            deterministic=True,
+        )
+        return dataset.unbatch()
 
     def _shard_sizes(self, pipelines: int) -> list[int]:
         """The examples of one epoch in each of ``pipelines`` shards (after skipping)."""
@@ -469,18 +426,12 @@ def _some(paths: Any, shown: int = 3) -> str:
     return ", ".join(paths[:shown]) + more
 
 
-def _batch(dataset: tf.data.Dataset, size: Any, group: int, drop_remainder: bool) -> Any:
-    """Batches of ``size``, taken ``group`` at a time: with ``drop_remainder`` the examples that
-    do not fill a whole group are dropped."""
-    dataset = dataset.batch(size * group, drop_remainder=drop_remainder)
-    return dataset.rebatch(size, drop_remainder=True) if group > 1 else dataset
+def _shared_out_by_batch(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """``dataset`` set to be shared out by batch when given whole to a multi-worker strategy.
 
-
-def _per_replica(size: int, replicas: int, key: str) -> int:
-    if size % replicas:
-        raise HParamsError(
-            f"the global size {size} does not divide evenly among {replicas} replicas in sync; "
-            f"use a multiple of {replicas}",
-            key,
-        )
-    return size // replicas
+    Keras does so with a dataset of global batches, and tf.data would otherwise shard it by
+    file, which cuts each field's files apart: a source line would be paired with another
+    example's target when the fields' files split differently."""
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    return dataset.with_options(options)

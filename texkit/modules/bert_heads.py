@@ -42,8 +42,18 @@ def gather_positions(sequence: Any, positions: Any) -> Any:
     return ops.take_along_axis(sequence, ops.cast(positions, "int32")[:, :, None], axis=1)
 
 
-def _truncated_normal(stddev: float) -> keras.initializers.Initializer:
-    return keras.initializers.TruncatedNormal(stddev=stddev)
+def _dense(head: ModuleBase, units: int, name: str, activation: Any = None) -> keras.layers.Dense:
+    """A dense layer of ``head``, initialized as BERT does: truncated normal with stddev
+    ``head.hparams.initializer_range``."""
+    return keras.layers.Dense(
+        units,
+        activation=activation,
+        kernel_initializer=keras.initializers.TruncatedNormal(
+            stddev=head.hparams.initializer_range
+        ),
+        name=name,
+        dtype=head.dtype_policy,
+    )
 
 
 class BERTMaskedLMHead(ModuleBase):
@@ -70,13 +80,8 @@ class BERTMaskedLMHead(ModuleBase):
     def __init__(self, hparams: Any = None, **kwargs: Any):
         super().__init__(hparams, **kwargs)
         hp = self.hparams
-        self.transform = keras.layers.Dense(
-            hp.hidden_size,
-            activation=get_activation(bert_activation(hp.hidden_act)),
-            kernel_initializer=_truncated_normal(hp.initializer_range),
-            name="transform",
-            dtype=self.dtype_policy,
-        )
+        activation = get_activation(bert_activation(hp.hidden_act))
+        self.transform = _dense(self, hp.hidden_size, "transform", activation)
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=hp.layer_norm_eps, name="layer_norm", dtype=self.dtype_policy
         )
@@ -114,12 +119,7 @@ class _TwoLogits(ModuleBase):
 
     def __init__(self, hparams: Any = None, **kwargs: Any):
         super().__init__(hparams, **kwargs)
-        self.dense = keras.layers.Dense(
-            2,
-            kernel_initializer=_truncated_normal(self.hparams.initializer_range),
-            name="dense",
-            dtype=self.dtype_policy,
-        )
+        self.dense = _dense(self, 2, "dense")
 
     def build(self, shape: Any, *args: Any, **kwargs: Any) -> None:
         self.dense.build((*[None] * (len(shape) - 1), shape[-1]))
@@ -235,12 +235,7 @@ class TokenTaggingHead(ModuleBase):
         hp = self.hparams
         check_positive_int(hp, "num_classes")
         check_rate(hp, "dropout_rate")
-        self.dense = keras.layers.Dense(
-            hp.num_classes,
-            kernel_initializer=_truncated_normal(hp.initializer_range),
-            name="dense",
-            dtype=self.dtype_policy,
-        )
+        self.dense = _dense(self, hp.num_classes, "dense")
         self.seed_generator = keras.random.SeedGenerator() if hp.dropout_rate > 0 else None
 
     @classmethod

@@ -18,7 +18,6 @@ from texkit.core.attention import sequence_mask
 from texkit.core.dropout import dropout
 from texkit.core.layers import (
     default_rnn_cell_hparams,
-    get_activation,
     get_initializer,
     get_rnn_cell,
     masked_max_pool,
@@ -26,7 +25,7 @@ from texkit.core.layers import (
     rnn_cell_hparams_doc,
 )
 from texkit.hparams import HParamsError, check_positive_int, check_rate
-from texkit.modules.encoders.conv_encoder import Conv1DEncoder
+from texkit.modules.encoders.conv_encoder import DENSE_STACK_DOC, Conv1DEncoder, dense_stack
 
 __all__ = ["Conv1DClassifier", "UnidirectionalRNNClassifier"]
 
@@ -167,8 +166,7 @@ class UnidirectionalRNNClassifier(ModuleBase):
         "clas_strategy": "'final_state', 'mean_time' or 'max_time' (see above).",
         "dropout_rate": "Dropout on the RNN features and after every dense layer.",
         "num_dense_layers": "Number of dense layers between the RNN and the output layer.",
-        "dense_size": "Output size of every dense layer.",
-        "dense_activation": "Activation of the dense layers (a registered name or {type, kwargs}).",
+        **DENSE_STACK_DOC,
         "num_classes": "Number of classes (1: a single binary logit).",
         "initializer": "Kernel initializer of the dense layers and output layer ({type, kwargs}).",
         "name": "Layer name.",
@@ -187,18 +185,8 @@ class UnidirectionalRNNClassifier(ModuleBase):
             cell, return_sequences=True, return_state=True, name="rnn", dtype=self.dtype_policy
         )
         initializer = get_initializer(hp.initializer)
-        activation = get_activation(hp.dense_activation, "dense_activation")
         extra = {} if initializer is None else {"kernel_initializer": initializer}
-        self.dense_layers = [
-            keras.layers.Dense(
-                hp.dense_size,
-                activation=activation,
-                name=f"dense_{depth}",
-                dtype=self.dtype_policy,
-                **extra,
-            )
-            for depth in range(hp.num_dense_layers)
-        ]
+        self.dense_layers = dense_stack(hp, {"dtype": self.dtype_policy, **extra})
         self.logits_layer = _logits_layer(hp.num_classes, initializer, self.dtype_policy)
         self.seed_generator = keras.random.SeedGenerator() if hp.dropout_rate > 0 else None
 

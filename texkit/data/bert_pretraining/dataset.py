@@ -18,6 +18,44 @@ from texkit.data.bert_pretraining.sentence_pairs import pack_pair
 __all__ = ["pretraining_dataset"]
 
 
+def _pack_instances(
+    instances: Sequence[Mapping[str, Any]],
+    vocab_size: int,
+    cls_id: int,
+    sep_id: int,
+    max_seq_length: int,
+    pad_id: int,
+) -> dict[str, np.ndarray]:
+    """Every instance checked and packed with :func:`pack_pair`: ``[n, ...]`` int32 arrays of
+    ``input_ids``, ``segment_ids``, ``sequence_length`` and ``next_sentence_label``."""
+    packed: dict[str, list] = {
+        "input_ids": [],
+        "segment_ids": [],
+        "sequence_length": [],
+        "next_sentence_label": [],
+    }
+    for index, instance in enumerate(instances):
+        try:
+            tokens_a, tokens_b = list(instance["tokens_a"]), list(instance["tokens_b"])
+            label = instance["next_sentence_label"]
+            if label not in (0, 1) or isinstance(label, bool):
+                raise ValueError(f"next_sentence_label must be 0 or 1, got {label!r}")
+            ids = np.asarray(tokens_a + tokens_b)
+            if ids.size and (ids.dtype.kind not in "iu" or ids.min() < 0):
+                raise ValueError("token ids must be non-negative ints")
+            if ids.size and ids.max() >= vocab_size:
+                raise ValueError(f"id {ids.max()} is outside the vocabulary [0, {vocab_size})")
+            features = pack_pair(tokens_a, tokens_b, cls_id, sep_id, max_seq_length, pad_id)
+        except KeyError as error:
+            raise ValueError(f"instances[{index}] has no key {error}") from None
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"instances[{index}]: {error}") from None
+        for key, value in features.items():
+            packed[key].append(value)
+        packed["next_sentence_label"].append(label)
+    return {key: np.asarray(values, np.int32) for key, values in packed.items()}
+
+
 def pretraining_dataset(
     instances: Sequence[Mapping[str, Any]],
     *,
@@ -59,34 +97,7 @@ def pretraining_dataset(
         batch_size = _check_int("batch_size", batch_size, 1)
     if len(instances) == 0:
         raise ValueError("instances is empty")
-    packed: dict[str, list] = {
-        "input_ids": [],
-        "segment_ids": [],
-        "sequence_length": [],
-        "next_sentence_label": [],
-    }
-    for index, instance in enumerate(instances):
-        try:
-            tokens_a, tokens_b = list(instance["tokens_a"]), list(instance["tokens_b"])
-            label = instance["next_sentence_label"]
-            if label not in (0, 1) or isinstance(label, bool):
-                raise ValueError(f"next_sentence_label must be 0 or 1, got {label!r}")
-            ids = np.asarray(tokens_a + tokens_b)
-            if ids.size and (ids.dtype.kind not in "iu" or ids.min() < 0):
-                raise ValueError("token ids must be non-negative ints")
-            if ids.size and ids.max() >= masker.vocab_size:
-                raise ValueError(
-                    f"id {ids.max()} is outside the vocabulary [0, {masker.vocab_size})"
-                )
-            features = pack_pair(tokens_a, tokens_b, cls_id, sep_id, max_seq_length, pad_id)
-        except KeyError as error:
-            raise ValueError(f"instances[{index}] has no key {error}") from None
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"instances[{index}]: {error}") from None
-        for key, value in features.items():
-            packed[key].append(value)
-        packed["next_sentence_label"].append(label)
-    arrays = {key: np.asarray(values, np.int32) for key, values in packed.items()}
+    arrays = _pack_instances(instances, masker.vocab_size, cls_id, sep_id, max_seq_length, pad_id)
 
     def mask(index: tf.Tensor, features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         example_seed = tf.stack([tf.constant(seed, tf.int64), index])

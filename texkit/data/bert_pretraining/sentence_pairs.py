@@ -92,6 +92,65 @@ def _flatten(sentences: list[list[int]]) -> list[int]:
     return [token for sentence in sentences for token in sentence]
 
 
+def _document_pairs(
+    docs: list[list[list[int]]],
+    doc_index: int,
+    max_num_tokens: int,
+    short_seq_prob: float,
+    random_next_prob: float,
+    rng: np.random.Generator,
+) -> list[dict]:
+    """The instances of one pass over ``docs[doc_index]`` (the rules: :func:`make_nsp_pairs`)."""
+    document = docs[doc_index]
+    target = max_num_tokens
+    if rng.random() < short_seq_prob:
+        target = int(rng.integers(2, max_num_tokens, endpoint=True))
+    instances = []
+    chunk, chunk_length, i = [], 0, 0
+    while i < len(document):
+        chunk.append(document[i])
+        chunk_length += len(document[i])
+        if i == len(document) - 1 or chunk_length >= target:
+            a_end = 1 if len(chunk) == 1 else int(rng.integers(1, len(chunk)))
+            tokens_a = _flatten(chunk[:a_end])
+            if len(chunk) == 1 or rng.random() < random_next_prob:
+                label = 1
+                tokens_b = _random_next(docs, doc_index, target - len(tokens_a), rng)
+                i -= len(chunk) - a_end  # put the unused sentences back
+            else:
+                label = 0
+                tokens_b = _flatten(chunk[a_end:])
+            a_lo, a_hi, b_lo, b_hi = _truncate_pair(
+                len(tokens_a), len(tokens_b), max_num_tokens, rng
+            )
+            instances.append(
+                {
+                    "tokens_a": tokens_a[a_lo:a_hi],
+                    "tokens_b": tokens_b[b_lo:b_hi],
+                    "next_sentence_label": label,
+                }
+            )
+            chunk, chunk_length = [], 0
+        i += 1
+    return instances
+
+
+def _random_next(
+    docs: list[list[list[int]]], doc_index: int, wanted: int, rng: np.random.Generator
+) -> list[int]:
+    """Consecutive sentences of a random document other than ``docs[doc_index]``, from a random
+    sentence on, until they hold ``wanted`` tokens or the document ends."""
+    other = int(rng.integers(0, len(docs) - 1))
+    other += other >= doc_index
+    random_doc = docs[other]
+    tokens_b: list[int] = []
+    for sentence in random_doc[int(rng.integers(0, len(random_doc))) :]:
+        tokens_b.extend(sentence)
+        if len(tokens_b) >= wanted:
+            break
+    return tokens_b
+
+
 def make_nsp_pairs(
     documents: Sequence[Sequence[Sequence[int]]],
     *,
@@ -145,46 +204,14 @@ def make_nsp_pairs(
             f"got {len(docs)} ({empty_documents} empty documents skipped)"
         )
     rng = np.random.default_rng(seed)
-    max_num_tokens = max_seq_length - 3
     instances = []
     for _ in range(dupe_factor):
-        for doc_index, document in enumerate(docs):
-            target = max_num_tokens
-            if rng.random() < short_seq_prob:
-                target = int(rng.integers(2, max_num_tokens, endpoint=True))
-            chunk, chunk_length, i = [], 0, 0
-            while i < len(document):
-                chunk.append(document[i])
-                chunk_length += len(document[i])
-                if i == len(document) - 1 or chunk_length >= target:
-                    a_end = 1 if len(chunk) == 1 else int(rng.integers(1, len(chunk)))
-                    tokens_a = _flatten(chunk[:a_end])
-                    if len(chunk) == 1 or rng.random() < random_next_prob:
-                        label = 1
-                        other = int(rng.integers(0, len(docs) - 1))
-                        other += other >= doc_index
-                        random_doc = docs[other]
-                        tokens_b = []
-                        for sentence in random_doc[int(rng.integers(0, len(random_doc))) :]:
-                            tokens_b.extend(sentence)
-                            if len(tokens_b) >= target - len(tokens_a):
-                                break
-                        i -= len(chunk) - a_end  # put the unused sentences back
-                    else:
-                        label = 0
-                        tokens_b = _flatten(chunk[a_end:])
-                    a_lo, a_hi, b_lo, b_hi = _truncate_pair(
-                        len(tokens_a), len(tokens_b), max_num_tokens, rng
-                    )
-                    instances.append(
-                        {
-                            "tokens_a": tokens_a[a_lo:a_hi],
-                            "tokens_b": tokens_b[b_lo:b_hi],
-                            "next_sentence_label": label,
-                        }
-                    )
-                    chunk, chunk_length = [], 0
-                i += 1
+        for doc_index in range(len(docs)):
+            instances.extend(
+                _document_pairs(
+                    docs, doc_index, max_seq_length - 3, short_seq_prob, random_next_prob, rng
+                )
+            )
     return NSPInstances(instances, len(docs), empty_documents, empty_sentences)
 
 

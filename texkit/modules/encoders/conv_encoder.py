@@ -28,9 +28,27 @@ from texkit.core.layers import (
 from texkit.hparams import HParamsError, check_rate, check_width
 from texkit.hparams import core as limits
 
-__all__ = ["Conv1DEncoder"]
+__all__ = ["DENSE_STACK_DOC", "Conv1DEncoder", "dense_stack"]
 
 _POOLINGS = ("max", "mean")
+
+
+# The hparams of a stack of dense layers (see dense_stack), beside its num_dense_layers.
+DENSE_STACK_DOC = {
+    "dense_size": "Output size of every dense layer.",
+    "dense_activation": "Activation of the dense layers (a registered name or {type, kwargs}).",
+}
+
+
+def dense_stack(hp: Any, layer: dict) -> list[keras.layers.Dense]:
+    """``hp.num_dense_layers`` dense layers ``dense_0, dense_1, ...`` of ``hp.dense_size`` units
+    and ``hp.dense_activation``, each made with the Keras arguments ``layer`` (dtype policy,
+    kernel initializer)."""
+    activation = get_activation(hp.dense_activation, "dense_activation")
+    return [
+        keras.layers.Dense(hp.dense_size, activation=activation, name=f"dense_{depth}", **layer)
+        for depth in range(hp.num_dense_layers)
+    ]
 
 
 class Conv1DEncoder(ModuleBase):
@@ -76,8 +94,7 @@ class Conv1DEncoder(ModuleBase):
         "token_dropout": "Rate at which whole time steps (words) are dropped in training.",
         "dropout_rate": "Dropout on the pooled features and after every dense layer.",
         "num_dense_layers": "Number of dense layers after pooling.",
-        "dense_size": "Output size of every dense layer.",
-        "dense_activation": "Activation of the dense layers (a registered name or {type, kwargs}).",
+        **DENSE_STACK_DOC,
         "initializer": "Kernel initializer of the convolutions and dense layers ({type, kwargs}).",
         "name": "Layer name.",
     }
@@ -102,7 +119,6 @@ class Conv1DEncoder(ModuleBase):
             raise HParamsError(f"expected one of {_POOLINGS}, got {hp.pooling!r}", "pooling")
         check_rate(hp, "token_dropout", "dropout_rate")
         conv_activation = get_activation(hp.conv_activation, "conv_activation")
-        dense_activation = get_activation(hp.dense_activation, "dense_activation")
         layer = {"dtype": self.dtype_policy}
         initializer = get_initializer(hp.initializer)
         if initializer is not None:
@@ -120,12 +136,7 @@ class Conv1DEncoder(ModuleBase):
             for depth in range(hp.num_conv_layers)
             for branch, kernel_size in enumerate(hp.kernel_sizes)
         ]
-        self.dense_layers = [
-            keras.layers.Dense(
-                hp.dense_size, activation=dense_activation, name=f"dense_{depth}", **layer
-            )
-            for depth in range(hp.num_dense_layers)
-        ]
+        self.dense_layers = dense_stack(hp, layer)
         needs_seed = hp.token_dropout > 0 or hp.dropout_rate > 0
         self.seed_generator = keras.random.SeedGenerator() if needs_seed else None
 

@@ -7,62 +7,11 @@ config translates one to one (:mod:`texkit.pretrained`); the network is
 
 from __future__ import annotations
 
-from typing import Any
-
 from texkit.hparams import HParamsError, check_positive, check_positive_int, check_rate
+from texkit.modules.encoders.bert_encoder import BERT_DOC, bert_architecture, bert_defaults
 from texkit.modules.encoders.bert_family import BERTFamilyEncoder, EncoderArchitecture
 
 __all__ = ["ALBERTEncoder", "DistilBERTEncoder", "ELECTRAEncoder", "RoBERTaEncoder"]
-
-_BERT_SIZES = (
-    "vocab_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "intermediate_size",
-    "max_position_embeddings",
-)
-
-_BERT_DOC = {
-    "vocab_size": "Number of token ids.",
-    "hidden_size": "Size of every layer and of the outputs.",
-    "num_hidden_layers": "Number of Transformer blocks.",
-    "num_attention_heads": "Number of attention heads; must divide hidden_size.",
-    "intermediate_size": "Inner size of the feed-forward networks.",
-    "hidden_act": (
-        "Feed-forward activation: 'gelu' (exact, erf), 'gelu_new' (tanh approximation), "
-        "'relu', 'silu' or 'tanh'."
-    ),
-    "hidden_dropout_prob": "Dropout on the embeddings and on every sub-layer's output.",
-    "attention_probs_dropout_prob": "Dropout on the attention weights.",
-    "max_position_embeddings": "Rows of the position table.",
-    "type_vocab_size": "Number of segment (token type) ids.",
-    "layer_norm_eps": "Epsilon of every layer norm.",
-    "initializer_range": "Stddev of the truncated-normal initializer of all weights.",
-    "name": "Layer name.",
-}
-
-
-def _bert_like(hp: Any, **changes: Any) -> EncoderArchitecture:
-    """The architecture of hparams with BERT's keys (checked), with ``changes``."""
-    check_positive_int(hp, *_BERT_SIZES)
-    check_rate(hp, "hidden_dropout_prob", "attention_probs_dropout_prob")
-    check_positive(hp, "layer_norm_eps", "initializer_range")
-    fields = {
-        "vocab_size": hp.vocab_size,
-        "hidden_size": hp.hidden_size,
-        "num_layers": hp.num_hidden_layers,
-        "num_heads": hp.num_attention_heads,
-        "intermediate_size": hp.intermediate_size,
-        "activation": hp.hidden_act,
-        "hidden_dropout": hp.hidden_dropout_prob,
-        "attention_dropout": hp.attention_probs_dropout_prob,
-        "max_positions": hp.max_position_embeddings,
-        "type_vocab_size": hp.type_vocab_size,
-        "layer_norm_eps": hp.layer_norm_eps,
-        "initializer_range": hp.initializer_range,
-    }
-    return EncoderArchitecture(**{**fields, **changes})
 
 
 class RoBERTaEncoder(BERTFamilyEncoder):
@@ -80,7 +29,7 @@ class RoBERTaEncoder(BERTFamilyEncoder):
     """
 
     HPARAMS_DOC = {
-        **_BERT_DOC,
+        **BERT_DOC,
         "pad_token_id": "Id of the padding token; the first position is pad_token_id + 1.",
     }
 
@@ -99,27 +48,19 @@ class RoBERTaEncoder(BERTFamilyEncoder):
                 f"{hp.max_position_embeddings} max_position_embeddings for tokens",
                 "pad_token_id",
             )
-        return _bert_like(hp, position_offset=pad + 1)
+        return bert_architecture(hp, position_offset=pad + 1)
 
     @classmethod
     def default_hparams(cls) -> dict:
         # roberta-base.
-        return {
-            "vocab_size": 50265,
-            "hidden_size": 768,
-            "num_hidden_layers": 12,
-            "num_attention_heads": 12,
-            "intermediate_size": 3072,
-            "hidden_act": "gelu",
-            "hidden_dropout_prob": 0.1,
-            "attention_probs_dropout_prob": 0.1,
-            "max_position_embeddings": 514,
-            "type_vocab_size": 1,
-            "layer_norm_eps": 1e-5,
-            "initializer_range": 0.02,
-            "pad_token_id": 1,
-            "name": "roberta_encoder",
-        }
+        return bert_defaults(
+            "roberta_encoder",
+            vocab_size=50265,
+            max_position_embeddings=514,
+            type_vocab_size=1,
+            layer_norm_eps=1e-5,
+            pad_token_id=1,
+        )
 
 
 class ELECTRAEncoder(BERTFamilyEncoder):
@@ -132,7 +73,7 @@ class ELECTRAEncoder(BERTFamilyEncoder):
     """
 
     HPARAMS_DOC = {
-        **_BERT_DOC,
+        **BERT_DOC,
         "embedding_size": "Size of the embeddings; projected to hidden_size when they differ.",
     }
 
@@ -140,27 +81,12 @@ class ELECTRAEncoder(BERTFamilyEncoder):
         hp = self.hparams
         check_positive_int(hp, "embedding_size", "type_vocab_size")
         projected = hp.embedding_size if hp.embedding_size != hp.hidden_size else None
-        return _bert_like(hp, embedding_size=projected, pooler=False)
+        return bert_architecture(hp, embedding_size=projected, pooler=False)
 
     @classmethod
     def default_hparams(cls) -> dict:
         # electra-base-discriminator.
-        return {
-            "vocab_size": 30522,
-            "embedding_size": 768,
-            "hidden_size": 768,
-            "num_hidden_layers": 12,
-            "num_attention_heads": 12,
-            "intermediate_size": 3072,
-            "hidden_act": "gelu",
-            "hidden_dropout_prob": 0.1,
-            "attention_probs_dropout_prob": 0.1,
-            "max_position_embeddings": 512,
-            "type_vocab_size": 2,
-            "layer_norm_eps": 1e-12,
-            "initializer_range": 0.02,
-            "name": "electra_encoder",
-        }
+        return bert_defaults("electra_encoder", embedding_size=768)
 
 
 class ALBERTEncoder(BERTFamilyEncoder):
@@ -174,7 +100,7 @@ class ALBERTEncoder(BERTFamilyEncoder):
     """
 
     HPARAMS_DOC = {
-        **_BERT_DOC,
+        **BERT_DOC,
         "embedding_size": "Size of the embeddings, projected to hidden_size.",
         "num_hidden_groups": "Number of groups of shared blocks (1 only).",
         "inner_group_num": "Blocks per group (1 only).",
@@ -191,29 +117,21 @@ class ALBERTEncoder(BERTFamilyEncoder):
                     f"{hp[key]!r}",
                     key,
                 )
-        return _bert_like(hp, embedding_size=hp.embedding_size, shared_layers=True)
+        return bert_architecture(hp, embedding_size=hp.embedding_size, shared_layers=True)
 
     @classmethod
     def default_hparams(cls) -> dict:
         # albert-base-v2.
-        return {
-            "vocab_size": 30000,
-            "embedding_size": 128,
-            "hidden_size": 768,
-            "num_hidden_layers": 12,
-            "num_attention_heads": 12,
-            "intermediate_size": 3072,
-            "hidden_act": "gelu_new",
-            "hidden_dropout_prob": 0.0,
-            "attention_probs_dropout_prob": 0.0,
-            "max_position_embeddings": 512,
-            "type_vocab_size": 2,
-            "layer_norm_eps": 1e-12,
-            "initializer_range": 0.02,
-            "num_hidden_groups": 1,
-            "inner_group_num": 1,
-            "name": "albert_encoder",
-        }
+        return bert_defaults(
+            "albert_encoder",
+            embedding_size=128,
+            vocab_size=30000,
+            hidden_act="gelu_new",
+            hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0,
+            num_hidden_groups=1,
+            inner_group_num=1,
+        )
 
 
 class DistilBERTEncoder(BERTFamilyEncoder):
