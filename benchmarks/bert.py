@@ -226,7 +226,7 @@ TOLERANCE = 1e-3
 def hparams_of(config: str) -> dict:
     """BERTEncoder hparams of a config name: the checkpoint's own for ``minilm``."""
     if config == "minilm":
-        return tx.pretrained.read_bert_config(MINILM)
+        return tx.pretrained.read_config(MINILM)[1]
     sizes = {"base": BASE, "tiny": TINY}[config]
     return {**tx.modules.BERTEncoder.default_hparams(), **sizes}
 

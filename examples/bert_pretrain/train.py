@@ -129,9 +129,8 @@ def pretraining_losses(model, features, training):
 def pretrain(hparams: tx.HParams) -> list[dict]:
     """Trains and returns the averaged losses of each logging interval."""
     keras.utils.set_random_seed(hparams.seed)
-    folder = tx.pretrained.resolve_checkpoint(hparams.pretrained_vocab)
-    tokenizer = tx.data.BERTTokenizer(
-        tx.pretrained.vocab_file(folder), max_seq_length=hparams.max_seq_length
+    tokenizer = tx.data.BERTTokenizer.from_pretrained(
+        hparams.pretrained_vocab, lowercase=True, max_seq_length=hparams.max_seq_length
     )
     dataset = build_dataset(hparams, tokenizer)
     encoder = {**hparams.encoder.todict(), "vocab_size": tokenizer.vocab_size}

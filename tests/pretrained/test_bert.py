@@ -20,7 +20,7 @@ import texkit as tx
 from tests.real_data import minilm_folder  # skipped without the package, failed under CI
 from texkit.hparams import HParamsError
 from texkit.modules import BERTEncoder, BERTPretrainer
-from texkit.pretrained import CheckpointError, load_bert_checkpoint
+from texkit.pretrained import CheckpointError, load_checkpoint
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "minilm")
 
@@ -140,7 +140,7 @@ def test_google_checkpoint_of_the_same_weights_gives_google_s_outputs(
     """Google's BERT code computes its config's ``gelu`` with the tanh approximation: the
     Google folder equals the Hugging Face folder whose config says ``gelu_new``, and differs
     from the exact GELU's outputs by what the approximation changes."""
-    assert tx.pretrained.detect_format(google_minilm) == "google"
+    assert tx.pretrained.checkpoint_format(google_minilm) == "google"
     encoder = BERTEncoder.from_pretrained(google_minilm)
     assert encoder.hparams.hidden_act == "gelu_new"
     data, arrays = reference
@@ -253,7 +253,7 @@ def tiny_encoder(fmt="huggingface"):
 def test_tiny_huggingface_checkpoint_loads_every_weight(tmp_path):
     state = tiny_hf_state()
     encoder = tiny_encoder()
-    report = load_bert_checkpoint(encoder, write_hf(str(tmp_path / "hf"), state))
+    report = load_checkpoint(encoder, write_hf(str(tmp_path / "hf"), state))
     assert sorted(report.loaded) == sorted(state)
     np.testing.assert_array_equal(
         encoder.blocks[1].ffn_inner.kernel.numpy(),
@@ -266,7 +266,7 @@ def test_missing_folder_names_the_path(tmp_path):
     encoder = tiny_encoder()
     before = snapshot(encoder)
     with pytest.raises(CheckpointError, match="no-such-folder"):
-        load_bert_checkpoint(encoder, str(tmp_path / "no-such-folder"))
+        load_checkpoint(encoder, str(tmp_path / "no-such-folder"))
     assert_unchanged(encoder, before)
 
 
@@ -274,7 +274,7 @@ def test_missing_weights_file_is_named(tmp_path):
     folder = write_hf(str(tmp_path / "hf"), tiny_hf_state())
     os.remove(os.path.join(folder, "model.safetensors"))
     with pytest.raises(CheckpointError, match="model.safetensors"):
-        load_bert_checkpoint(tiny_encoder(), folder)
+        load_checkpoint(tiny_encoder(), folder)
 
 
 def test_truncated_safetensors_loads_nothing(tmp_path):
@@ -287,7 +287,7 @@ def test_truncated_safetensors_loads_nothing(tmp_path):
     encoder = tiny_encoder()
     before = snapshot(encoder)
     with pytest.raises(CheckpointError, match="model.safetensors"):
-        load_bert_checkpoint(encoder, folder)
+        load_checkpoint(encoder, folder)
     assert_unchanged(encoder, before)
 
 
@@ -297,7 +297,7 @@ def test_wrong_shape_names_the_variable_and_loads_nothing(tmp_path):
     encoder = tiny_encoder()
     before = snapshot(encoder)
     with pytest.raises(CheckpointError, match=r"encoder\.layer\.1\.attention\.self\.key\.weight"):
-        load_bert_checkpoint(encoder, write_hf(str(tmp_path / "hf"), state))
+        load_checkpoint(encoder, write_hf(str(tmp_path / "hf"), state))
     assert_unchanged(encoder, before)
 
 
@@ -307,7 +307,7 @@ def test_unknown_encoder_variable_is_an_error(tmp_path):
     encoder = tiny_encoder()
     before = snapshot(encoder)
     with pytest.raises(CheckpointError, match=r"unknown encoder variable 'encoder\.layer\.2"):
-        load_bert_checkpoint(encoder, write_hf(str(tmp_path / "hf"), state))
+        load_checkpoint(encoder, write_hf(str(tmp_path / "hf"), state))
     assert_unchanged(encoder, before)
 
 
@@ -317,14 +317,14 @@ def test_missing_encoder_variable_is_an_error(tmp_path):
     encoder = tiny_encoder()
     before = snapshot(encoder)
     with pytest.raises(CheckpointError, match=r"missing 'pooler\.dense\.bias'"):
-        load_bert_checkpoint(encoder, write_hf(str(tmp_path / "hf"), state))
+        load_checkpoint(encoder, write_hf(str(tmp_path / "hf"), state))
     assert_unchanged(encoder, before)
 
 
 def test_other_heads_are_reported_not_loaded(tmp_path):
     state = tiny_hf_state()
     state["classifier.weight"] = np.zeros((3, 8), np.float32)
-    report = load_bert_checkpoint(tiny_encoder(), write_hf(str(tmp_path / "hf"), state))
+    report = load_checkpoint(tiny_encoder(), write_hf(str(tmp_path / "hf"), state))
     assert report.unused == ["classifier.weight"]
 
 
@@ -336,7 +336,7 @@ def test_pickle_only_folder_is_refused(tmp_path):
     encoder = tiny_encoder()
     before = snapshot(encoder)
     with pytest.raises(CheckpointError, match="safetensors"):
-        load_bert_checkpoint(encoder, str(folder))
+        load_checkpoint(encoder, str(folder))
     assert_unchanged(encoder, before)
 
 
@@ -390,7 +390,7 @@ def test_a_checkpoint_without_pooler_loads_the_rest_and_says_so(tmp_path):
     state = {k: v for k, v in tiny_hf_state().items() if not k.startswith("pooler.")}
     encoder = tiny_encoder()
     pooler_before = encoder.pooler.kernel.numpy().copy()
-    report = load_bert_checkpoint(encoder, write_hf(str(tmp_path / "hf"), state))
+    report = load_checkpoint(encoder, write_hf(str(tmp_path / "hf"), state))
     assert report.missing_heads == ["pooler"]
     np.testing.assert_array_equal(encoder.pooler.kernel.numpy(), pooler_before)
     np.testing.assert_array_equal(
@@ -404,7 +404,7 @@ def test_non_float_weights_are_refused_before_anything_loads(tmp_path):
     encoder = tiny_encoder()
     before = snapshot(encoder)
     with pytest.raises(CheckpointError, match=r"'pooler\.dense\.bias' holds int64"):
-        load_bert_checkpoint(encoder, write_hf(str(tmp_path / "hf"), state))
+        load_checkpoint(encoder, write_hf(str(tmp_path / "hf"), state))
     assert_unchanged(encoder, before)
 
 
@@ -448,7 +448,7 @@ def test_non_finite_weights_are_refused_unless_allowed(tmp_path, fmt):
     encoder = tiny_encoder(fmt)
     before = snapshot(encoder)
     with pytest.raises(CheckpointError, match=re.escape(f"'{name}' holds 2 NaN or infinite")):
-        load_bert_checkpoint(encoder, folder)
+        load_checkpoint(encoder, folder)
     assert_unchanged(encoder, before)
     loaded = BERTEncoder.from_pretrained(folder, allow_non_finite=True)
     bias = loaded.blocks[1].ffn_output.bias.numpy()
@@ -468,7 +468,7 @@ def test_truncated_google_data_file_loads_nothing(tmp_path):
     encoder = tiny_encoder("google")
     before = snapshot(encoder)
     with pytest.raises(CheckpointError, match="bert_model.ckpt"):
-        load_bert_checkpoint(encoder, folder)
+        load_checkpoint(encoder, folder)
     assert_unchanged(encoder, before)
 
 
@@ -505,7 +505,7 @@ def test_a_user_model_around_the_encoder_is_left_to_keras_to_build(tmp_path):
 
     state = tiny_hf_state()
     model = Tagger()
-    load_bert_checkpoint(model, write_hf(str(tmp_path / "hf"), state))
+    load_checkpoint(model, write_hf(str(tmp_path / "hf"), state))
     assert model.encoder.built and not model.dense.built
     model.compile(optimizer="adam", loss="mse")
     model.fit(np.ones((4, 5), np.int32), np.zeros((4, 5, 3)), epochs=1, verbose=0)

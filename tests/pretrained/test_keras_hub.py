@@ -105,7 +105,7 @@ def test_config_translation():
         "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
         "hidden_act": "gelu_new", "layer_norm_eps": 1e-12,
     }  # fmt: skip
-    assert tx.pretrained.detect_format(FOLDER) == "keras_hub"
+    assert tx.pretrained.checkpoint_format(FOLDER) == "keras_hub"
 
 
 def test_tokenizer_from_preset():

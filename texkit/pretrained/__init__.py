@@ -1,27 +1,43 @@
 """Pretrained checkpoints: the BERT family (BERT, RoBERTa, DistilBERT, ALBERT, ELECTRA), GPT-2, T5.
 
-:func:`from_pretrained` builds whatever module a checkpoint folder holds. A family is data
-(:class:`~texkit.pretrained.family.Family`: its module, config translation and name tables);
-:mod:`~texkit.pretrained.loading` loads every family the same strict, all-or-nothing way, and
-:mod:`~texkit.pretrained.checkpoints` holds what the readers share. Each family registers a
-loader for each texkit class it loads (``texkit.registry.register_loader``), which the classes'
-own ``from_pretrained`` call.
+:func:`from_pretrained` builds whatever module a checkpoint folder holds; each family class's
+own ``from_pretrained`` calls the one loader, :func:`module_from_pretrained`. A family is data
+(:class:`~texkit.pretrained.family.Family`: its module, config translation and name table,
+written with :class:`~texkit.pretrained.names.NameTable`), in one file of this package that
+registers it when imported; :mod:`~texkit.pretrained.loading` loads every family the same
+strict, all-or-nothing way, and :mod:`~texkit.pretrained.checkpoints` reads the formats.
 """
 
-from texkit.pretrained.bert import (
+import importlib
+import pkgutil
+
+from texkit.pretrained.checkpoints import CheckpointError, LoadReport, resolve_checkpoint
+from texkit.pretrained.deprecated import (
     bert_hparams_from_config,
+    bert_name_table,
     detect_format,
+    gpt2_hparams_from_config,
     load_bert_checkpoint,
     read_bert_config,
+    t5_name_table,
     vocab_file,
 )
-from texkit.pretrained.bert_names import bert_name_table
-from texkit.pretrained.checkpoints import CheckpointError, LoadReport, resolve_checkpoint
 from texkit.pretrained.family import FAMILIES
-from texkit.pretrained.folders import read_config
-from texkit.pretrained.gpt2 import gpt2_hparams_from_config
-from texkit.pretrained.loading import from_pretrained, load_checkpoint, tokenizer_from_pretrained
-from texkit.pretrained.t5 import t5_name_table
+from texkit.pretrained.folders import checkpoint_format, hparams_from_config, read_config
+from texkit.pretrained.loading import (
+    from_pretrained,
+    load_checkpoint,
+    module_from_pretrained,
+    register_loaders,
+)
+from texkit.pretrained.tokenizers import tokenizer_from_pretrained
+
+# Every module of this package is imported, so that a family's file registers its family
+# (adding a family adds a file here and edits none); then the one loader is registered for
+# the classes of every family.
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
+register_loaders()
 
 __all__ = [
     "FAMILIES",
@@ -29,11 +45,14 @@ __all__ = [
     "LoadReport",
     "bert_hparams_from_config",
     "bert_name_table",
+    "checkpoint_format",
     "detect_format",
     "from_pretrained",
     "gpt2_hparams_from_config",
+    "hparams_from_config",
     "load_bert_checkpoint",
     "load_checkpoint",
+    "module_from_pretrained",
     "read_bert_config",
     "read_config",
     "resolve_checkpoint",

@@ -25,21 +25,17 @@ loading itself is :mod:`texkit.pretrained.loading`'s. Formats:
   ``electra/``, the number of heads follows Google's rule ``hidden_size // 64``; the generator's
   entries are reported, not loaded); its ``gelu`` is exact.
 
-BERT's functions of earlier releases (:func:`load_bert_checkpoint`, :func:`read_bert_config`,
-:func:`bert_hparams_from_config`, :func:`detect_format`) remain, on the shared mechanism.
+BERT's functions of earlier releases (``load_bert_checkpoint``, ``read_bert_config``,
+``bert_hparams_from_config``, ``detect_format``, ``vocab_file``) remain for one release
+(:mod:`texkit.pretrained.deprecated`), each warning with the call that replaces it.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from typing import Any
 
-import tensorflow as tf
-
-import texkit.files
-from texkit import registry
 from texkit.data.tokenizers import BERTTokenizer, GPT2BPETokenizer, SentencePieceTokenizer
 from texkit.hparams import HParamsError
 from texkit.hparams import core as hparams_core
@@ -53,7 +49,6 @@ from texkit.modules.encoders import (
     ELECTRAEncoder,
     RoBERTaEncoder,
 )
-from texkit.modules.encoders.bert_family import BERTFamilyEncoder
 from texkit.pretrained.bert_names import (
     ALBERT_NAMES,
     BERT_NAMES,
@@ -61,50 +56,34 @@ from texkit.pretrained.bert_names import (
     ELECTRA_NAMES,
     GOOGLE_SKIPPED,
     HF_SKIPPED,
-    MLM_HEAD,
-    NSP_HEAD,
     ROBERTA_NAMES,
-    FamilyNames,
+    bert_family_table,
+    heads_table,
 )
-from texkit.pretrained.checkpoints import (
-    GOOGLE,
-    HUGGINGFACE,
-    KERAS_HUB,
-    CheckpointError,
-    Row,
-    resolve_checkpoint,
+from texkit.pretrained.checkpoints import GOOGLE, KERAS_HUB, CheckpointError, Row
+from texkit.pretrained.deprecated import (  # noqa: F401 - old names, kept for one release
+    bert_hparams_from_config,
+    detect_format,
+    load_bert_checkpoint,
+    read_bert_config,
+    tokenizer_from_pretrained,
+    vocab_file,
 )
-from texkit.pretrained.family import Family, Format, register_family
-from texkit.pretrained.folders import hparams_from_config, inspect_folder, read_config
-from texkit.pretrained.loading import (
-    encoder_from_pretrained,
-    load_checkpoint,
-    model_from_pretrained,
-)
+from texkit.pretrained.family import Family, Format, huggingface_format, register_family
 
-__all__ = [
-    "ALBERT",
-    "BERT",
-    "DISTILBERT",
-    "ELECTRA",
-    "ROBERTA",
-    "bert_hparams_from_config",
-    "detect_format",
-    "load_bert_checkpoint",
-    "read_bert_config",
-    "tokenizer_from_pretrained",
-    "vocab_file",
-]
+__all__ = ["ALBERT", "BERT", "DISTILBERT", "ELECTRA", "ROBERTA"]
 
 
 def _hf_format(*roots: str) -> Format:
-    return Format(
-        HUGGINGFACE,
-        "config.json",
-        "model.safetensors",
-        HF_SKIPPED,
-        re.compile(rf"^({'|'.join(re.escape(r) for r in roots)})\."),
+    return huggingface_format(
+        HF_SKIPPED, re.compile(rf"^({'|'.join(re.escape(r) for r in roots)})\.")
     )
+
+
+def _google_format(config_file: str, weights: str, own: str) -> Format:
+    """A Google TF release: its config file, its checkpoint's prefix (``"*"``: any one) and the
+    entries of the module; optimizer slots are skipped, ``"gelu"`` is the tanh form."""
+    return Format(GOOGLE, config_file, weights, GOOGLE_SKIPPED, re.compile(own), _google_config)
 
 
 def _absolute_positions(config: Mapping, source: str) -> None:
@@ -211,43 +190,27 @@ def _albert_variants(config: Mapping, source: str) -> None:
             )
 
 
-def _rows(
-    names: FamilyNames,
-    layers_key: str,
-    segments: bool = True,
-    heads_key: str | None = None,
-    projected_when_sizes_differ: bool = False,
-):
-    def rows(hparams: Any, part: str) -> list[Row]:
-        if part == "mlm":
-            return list(MLM_HEAD)
-        if part == "nsp":
-            return list(NSP_HEAD)
+def _table(
+    names: Mapping, layers_key: str, segments: bool = True, heads_key: str | None = None,
+    projected_when_sizes_differ: bool = False, shared: bool = False,
+):  # fmt: skip
+    """A member's ``Family.name_table``: its module's and pooler's rows
+    (:func:`~texkit.pretrained.bert_names.bert_family_table`), and BERT's heads'."""
+
+    def name_table(hparams: Any, part: str) -> list[Row]:
+        if part in ("mlm", "nsp"):
+            return heads_table(part)
         heads = hparams[heads_key] if heads_key else None
         if heads_key and (isinstance(heads, bool) or not isinstance(heads, int) or heads < 1):
             raise HParamsError(f"expected a positive int, got {short(heads)}", heads_key)
         projection = True
         if projected_when_sizes_differ:
             projection = hparams["embedding_size"] != hparams["hidden_size"]
-        return names.rows(hparams[layers_key], part, segments, heads, projection)
+        return bert_family_table(
+            names, hparams[layers_key], part, segments, heads, projection, shared
+        )
 
-    return rows
-
-
-def _wordpiece(path: str, **kwargs: Any) -> BERTTokenizer:
-    return BERTTokenizer.from_pretrained(path, **kwargs)
-
-
-def _roberta_bpe(path: str, **kwargs: Any) -> GPT2BPETokenizer:
-    return GPT2BPETokenizer.from_pretrained(path, **{"style": "roberta", **kwargs})
-
-
-def _albert_sentencepiece(path: str, **kwargs: Any) -> SentencePieceTokenizer:
-    return SentencePieceTokenizer.from_pretrained(path, **{"style": "albert", **kwargs})
-
-
-def _keys(module: type) -> tuple[str, ...]:
-    return tuple(k for k in module.default_hparams() if k != "name")
+    return name_table
 
 
 _BERT_ARCHITECTURE = (
@@ -291,269 +254,124 @@ _FACTORIZED_SIZED = (
     *_block_sized("hidden_size", "intermediate_size"),
 )
 
-BERT = register_family(
-    Family(
-        name="bert",
-        model_types=("bert",),
-        module=BERTEncoder,
-        formats=(
-            Format(
-                GOOGLE,
-                "bert_config.json",
-                "bert_model.ckpt",
-                GOOGLE_SKIPPED,
-                re.compile(r"^bert/"),
-                _google_config,
-            ),
-            _hf_format("embeddings", "encoder", "pooler"),
-            Format(
-                KERAS_HUB,
-                "config.json",
-                "model.weights.h5",
-                re.compile(r"^optimizer/"),
-                re.compile(r"^layers/"),
-                _keras_hub_config,
-                class_names=("BertBackbone",),
-                layer_pattern=re.compile(r"^layers/transformer_encoder(?:_(\d+))?/"),
-            ),
-        ),  # fmt: skip
-        config_keys=_keys(BERTEncoder),
-        architecture_keys=_BERT_ARCHITECTURE,
-        config_defaults={"layer_norm_eps": 1e-12},  # Google's configs leave it out
-        rows=_rows(BERT_NAMES, "num_hidden_layers", heads_key="num_attention_heads"),
-        optional_parts={"pooler": "", "mlm": "mlm_head", "nsp": "nsp_head"},
-        prefixes=("bert.",),
-        sized=_BERT_SIZED,
-        num_layers_key="num_hidden_layers",
-        epsilon_keys=("layer_norm_eps",),
-        check_config=_absolute_positions,
-        tokenizer=_wordpiece,
-    )
-)
-ROBERTA = register_family(
-    Family(
-        name="roberta",
-        model_types=("roberta", "xlm-roberta"),
-        module=RoBERTaEncoder,
-        formats=(_hf_format("embeddings", "encoder", "pooler"),),
-        config_keys=_keys(RoBERTaEncoder),
-        architecture_keys=(*_BERT_ARCHITECTURE, "pad_token_id"),
-        rows=_rows(ROBERTA_NAMES, "num_hidden_layers"),
-        optional_parts={"pooler": ""},
-        prefixes=("roberta.",),
-        sized=_BERT_SIZED,
-        num_layers_key="num_hidden_layers",
-        epsilon_keys=("layer_norm_eps",),
-        check_config=_absolute_positions,
-        tokenizer=_roberta_bpe,
-    )
-)
-ELECTRA = register_family(
-    Family(
-        name="electra",
-        model_types=("electra",),
-        module=ELECTRAEncoder,
-        formats=(
-            _hf_format("embeddings", "embeddings_project", "encoder"),
-            Format(
-                GOOGLE,
-                None,
-                "*",
-                GOOGLE_SKIPPED,
-                re.compile(r"^electra/"),
-                signature="electra/embeddings/word_embeddings",
-                config_from_shapes=_electra_config_from_shapes,
-                assumed=("num_attention_heads",),
-            ),
-        ),  # fmt: skip
-        config_keys=_keys(ELECTRAEncoder),
-        architecture_keys=(*_BERT_ARCHITECTURE, "embedding_size"),
-        rows=_rows(ELECTRA_NAMES, "num_hidden_layers", projected_when_sizes_differ=True),
-        prefixes=("electra.",),
-        sized=_FACTORIZED_SIZED,
-        num_layers_key="num_hidden_layers",
-        epsilon_keys=("layer_norm_eps",),
-        check_config=_absolute_positions,
-        tokenizer=_wordpiece,
-    )
-)
-ALBERT = register_family(
-    Family(
-        name="albert",
-        model_types=("albert",),
-        module=ALBERTEncoder,
-        formats=(
-            Format(
-                GOOGLE,
-                "albert_config.json",
-                "*",
-                GOOGLE_SKIPPED,
-                re.compile(r"^bert/(embeddings|encoder|pooler)/"),
-                _google_config,
-            ),
-            _hf_format("embeddings", "encoder", "pooler"),
-        ),  # fmt: skip
-        config_keys=_keys(ALBERTEncoder),
-        architecture_keys=(
-            *_BERT_ARCHITECTURE,
-            "embedding_size",
-            "num_hidden_groups",
-            "inner_group_num",
+
+def _member(name: str, module: type, names: Mapping, **fields: Any) -> Family:
+    """Registers a member of the BERT family: a Hugging Face folder whose layers are under
+    ``embeddings``, ``encoder`` and ``pooler``, BERT's config keys, sizes and checks, the
+    WordPiece tokenizer, unless ``fields`` say otherwise."""
+    defaults = {
+        "formats": (_hf_format("embeddings", "encoder", "pooler"),),
+        "architecture_keys": _BERT_ARCHITECTURE,
+        "name_table": _table(names, "num_hidden_layers"),
+        "prefixes": (f"{name}.",),
+        "sized": _BERT_SIZED,
+        "num_layers_key": "num_hidden_layers",
+        "epsilon_keys": ("layer_norm_eps",),
+        "check_config": _absolute_positions,
+        "tokenizer": BERTTokenizer,
+    }
+    return register_family(Family(name=name, module=module, **{**defaults, **fields}))
+
+
+BERT = _member(
+    "bert",
+    BERTEncoder,
+    BERT_NAMES,
+    formats=(
+        _google_format("bert_config.json", "bert_model.ckpt", r"^bert/"),
+        _hf_format("embeddings", "encoder", "pooler"),
+        Format(
+            KERAS_HUB,
+            "config.json",
+            "model.weights.h5",
+            re.compile(r"^optimizer/"),
+            re.compile(r"^layers/"),
+            _keras_hub_config,
+            class_names=("BertBackbone",),
+            layer_pattern=re.compile(r"^layers/transformer_encoder(?:_(\d+))?/"),
         ),
-        config_defaults={"layer_norm_eps": 1e-12},  # Google's configs leave it out
-        rows=_rows(ALBERT_NAMES, "num_hidden_layers"),
-        optional_parts={"pooler": ""},
-        prefixes=("albert.",),
-        sized=_FACTORIZED_SIZED,
-        epsilon_keys=("layer_norm_eps",),
-        check_config=_albert_variants,
-        tokenizer=_albert_sentencepiece,
-    )
+    ),  # fmt: skip
+    config_defaults={"layer_norm_eps": 1e-12},  # Google's configs leave it out
+    name_table=_table(BERT_NAMES, "num_hidden_layers", heads_key="num_attention_heads"),
+    optional_parts={"pooler": "", "mlm": "mlm_head", "nsp": "nsp_head"},
+    models=(BERTClassifier, BERTPretrainer),
 )
-DISTILBERT = register_family(
-    Family(
-        name="distilbert",
-        model_types=("distilbert",),
-        module=DistilBERTEncoder,
-        formats=(_hf_format("embeddings", "transformer"),),
-        config_keys=_keys(DistilBERTEncoder),
-        architecture_keys=(
-            "vocab_size",
-            "dim",
-            "n_layers",
-            "n_heads",
-            "hidden_dim",
-            "activation",
-            "max_position_embeddings",
-            "sinusoidal_pos_embds",
-        ),  # fmt: skip
-        rows=_rows(DISTILBERT_NAMES, "n_layers", segments=False),
-        prefixes=("distilbert.",),
-        sized=(
-            (("vocab_size", "dim"), "word_embedder.embedding"),
-            (("max_position_embeddings", "dim"), "position_embedder.embedding"),
-            *_block_sized("dim", "hidden_dim"),
+ROBERTA = _member(
+    "roberta",
+    RoBERTaEncoder,
+    ROBERTA_NAMES,
+    model_types=("roberta", "xlm-roberta"),
+    architecture_keys=(*_BERT_ARCHITECTURE, "pad_token_id"),
+    optional_parts={"pooler": ""},
+    tokenizer=GPT2BPETokenizer,
+    tokenizer_options={"style": "roberta"},
+)
+ELECTRA = _member(
+    "electra",
+    ELECTRAEncoder,
+    ELECTRA_NAMES,
+    formats=(
+        _hf_format("embeddings", "embeddings_project", "encoder"),
+        Format(
+            GOOGLE,
+            None,
+            "*",
+            GOOGLE_SKIPPED,
+            re.compile(r"^electra/"),
+            signature="electra/embeddings/word_embeddings",
+            config_from_shapes=_electra_config_from_shapes,
+            assumed=("num_attention_heads",),
         ),
-        num_layers_key="n_layers",
-        tokenizer=_wordpiece,
-    )
+    ),  # fmt: skip
+    architecture_keys=(*_BERT_ARCHITECTURE, "embedding_size"),
+    name_table=_table(ELECTRA_NAMES, "num_hidden_layers", projected_when_sizes_differ=True),
+    sized=_FACTORIZED_SIZED,
 )
-
-
-# -- BERT's functions of earlier releases ----------------------------------------------------
-
-
-def detect_format(path: str | os.PathLike) -> str:
-    """``"google"``, ``"huggingface"`` or ``"keras_hub"``, from the files in the folder ``path``."""
-    _, fmt, _ = inspect_folder(path)
-    return fmt.name
-
-
-def vocab_file(path: str | os.PathLike) -> str:
-    """The ``vocab.txt`` of a checkpoint folder (an error naming the folder if it has none)."""
-    file = os.path.join(os.fspath(path), "vocab.txt")
-    if not tf.io.gfile.exists(file):
-        raise CheckpointError(f"{os.fspath(path)}: no vocab.txt in the checkpoint folder")
-    return file
-
-
-def read_bert_config(path: str | os.PathLike) -> dict:
-    """The checkpoint folder's config as :class:`~texkit.modules.BERTEncoder` hparams (a folder
-    of another family is an error; :func:`texkit.pretrained.read_config` reads any family's).
-
-    ``path`` may also name a packaged checkpoint (see :func:`resolve_checkpoint`).
-    """
-    family, hparams = read_config(path)
-    if family is not BERT:
-        raise CheckpointError(f"{os.fspath(path)}: a {family.name} checkpoint, not BERT")
-    return hparams
-
-
-def bert_hparams_from_config(config: Mapping[str, Any], source: str = "config") -> dict:
-    """Translates a ``bert_config.json`` / Hugging Face ``config.json`` dict into hparams.
-
-    Keys texkit does not use (``architectures``, ``pad_token_id``, ...) are ignored; a model
-    that is not a plain BERT (``model_type`` other than ``bert``, relative positions) is an
-    error naming ``source``.
-    """
-    if isinstance(config, Mapping):
-        model_type = config.get("model_type", "bert")
-        if model_type != "bert":
-            raise CheckpointError(f"{source}: model_type {short(model_type)} is not a BERT model")
-    return hparams_from_config(BERT, config, source)
-
-
-load_bert_checkpoint = load_checkpoint
-
-
-def tokenizer_from_pretrained(
-    cls: type, path: Any, lowercase: bool | None = None, **kwargs: Any
-) -> Any:
-    """Implements ``BERTTokenizer.from_pretrained``: the folder's ``vocab.txt`` and casing.
-
-    A KerasHub preset's vocabulary is ``assets/tokenizer/vocabulary.txt``, its casing the
-    ``lowercase`` of its ``tokenizer.json`` (a serialized KerasHub ``BertTokenizer``).
-    """
-    path = resolve_checkpoint(path)
-    vocab = os.path.join(path, "vocab.txt")
-    keras_hub_vocab = os.path.join(path, "assets", "tokenizer", "vocabulary.txt")
-    if not tf.io.gfile.exists(vocab) and tf.io.gfile.exists(keras_hub_vocab):
-        config_file = os.path.join(path, "tokenizer.json")
-        serialized = _read_json_if_any(config_file)
-        config = serialized.get("config") if isinstance(serialized, Mapping) else None
-        # BERTTokenizer strips accents exactly when it lowercases, splits on whitespace and
-        # punctuation, and marks word pieces with "##".
-        lowercase = _checked_casing(
-            path, config_file, config if isinstance(config, Mapping) else {}, lowercase,
-            "lowercase", "a KerasHub tokenizer.json",
-            {"split": (None, True), "suffix_indicator": (None, "##")},
-        )  # fmt: skip
-        return cls(keras_hub_vocab, lowercase=lowercase, **kwargs)
-    config_file = os.path.join(path, "tokenizer_config.json")
-    config = _read_json_if_any(config_file)
-    if not isinstance(config, Mapping):
-        raise CheckpointError(f"{config_file}: expected a JSON object")
-    lowercase = _checked_casing(
-        path, config_file, config, lowercase, "do_lower_case",
-        "a tokenizer_config.json", {"tokenize_chinese_chars": (None, True)},
-    )  # fmt: skip
-    return cls(vocab, lowercase=lowercase, **kwargs)
-
-
-def _read_json_if_any(file: str) -> Any:
-    """The JSON value of a tokenizer's config file (``{}`` when there is none), read strictly
-    (:func:`texkit.files.read_json`: a regular file, no repeated keys, bounded size and depth)."""
-    if not tf.io.gfile.exists(file) and not os.path.islink(file):  # a dangling link is an error
-        return {}
-    return texkit.files.read_json(
-        file, limit=texkit.files.MAX_CONFIG_BYTES, error=CheckpointError, what="tokenizer config"
-    )
-
-
-def _checked_casing(
-    path: str, config_file: str, config: Mapping, lowercase: bool | None, key: str, where: str,
-    unsupported: dict,
-) -> bool:  # fmt: skip
-    """The casing a tokenizer config gives (``lowercase`` if given), with the options
-    ``BERTTokenizer`` does not implement refused (``strip_accents`` other than the casing)."""
-    if lowercase is None:
-        if not isinstance(config.get(key), bool):
-            raise ValueError(
-                f"BERTTokenizer.from_pretrained: {path!r} does not say whether the model is "
-                f"uncased (no {key} in {where}); pass lowercase=True for an uncased model, "
-                "False for a cased one"
-            )
-        lowercase = config[key]
-    for option, supported in {"strip_accents": (None, lowercase), **unsupported}.items():
-        if option in config and config[option] not in supported:
-            raise ValueError(
-                f"BERTTokenizer.from_pretrained: {config_file!r} sets {option}="
-                f"{short(config[option])}, which BERTTokenizer does not support"
-            )
-    return lowercase
-
-
-registry.register_loader(BERTFamilyEncoder, encoder_from_pretrained)
-registry.register_loader(BERTClassifier, model_from_pretrained)
-registry.register_loader(BERTPretrainer, model_from_pretrained)
-registry.register_loader(BERTTokenizer, tokenizer_from_pretrained)
+ALBERT = _member(
+    "albert",
+    ALBERTEncoder,
+    ALBERT_NAMES,
+    formats=(
+        _google_format("albert_config.json", "*", r"^bert/(embeddings|encoder|pooler)/"),
+        _hf_format("embeddings", "encoder", "pooler"),
+    ),  # fmt: skip
+    architecture_keys=(
+        *_BERT_ARCHITECTURE,
+        "embedding_size",
+        "num_hidden_groups",
+        "inner_group_num",
+    ),  # fmt: skip
+    config_defaults={"layer_norm_eps": 1e-12},  # Google's configs leave it out
+    name_table=_table(ALBERT_NAMES, "num_hidden_layers", shared=True),
+    optional_parts={"pooler": ""},
+    sized=_FACTORIZED_SIZED,
+    num_layers_key=None,  # one shared block: only the count's range is checked
+    check_config=_albert_variants,
+    tokenizer=SentencePieceTokenizer,
+    tokenizer_options={"style": "albert"},
+)
+DISTILBERT = _member(
+    "distilbert",
+    DistilBERTEncoder,
+    DISTILBERT_NAMES,
+    formats=(_hf_format("embeddings", "transformer"),),
+    architecture_keys=(
+        "vocab_size",
+        "dim",
+        "n_layers",
+        "n_heads",
+        "hidden_dim",
+        "activation",
+        "max_position_embeddings",
+        "sinusoidal_pos_embds",
+    ),  # fmt: skip
+    name_table=_table(DISTILBERT_NAMES, "n_layers", segments=False),
+    sized=(
+        (("vocab_size", "dim"), "word_embedder.embedding"),
+        (("max_position_embeddings", "dim"), "position_embedder.embedding"),
+        *_block_sized("dim", "hidden_dim"),
+    ),
+    num_layers_key="n_layers",
+    epsilon_keys=(),
+    check_config=None,
+)

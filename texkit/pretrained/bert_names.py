@@ -1,22 +1,24 @@
-"""The BERT family's checkpoint name tables, as data: one row per weight.
+"""The BERT family's name table: where each member keeps the layers of one network.
 
-A row is :class:`~texkit.pretrained.checkpoints.Row`: the texkit attribute path (from the
-encoder or the head object), the checkpoint name in each format the family has, the layout,
-and whether a Hugging Face model prefix (``bert.``, ``roberta.``, ...) may precede the name.
-The texkit side is the same for every family (:class:`~texkit.modules.encoders.bert_family.
-BERTFamilyEncoder`'s attributes); a family's data are its checkpoint names for the embeddings,
-for one block and for the pooler.
+BERT, RoBERTa, DistilBERT, ALBERT and ELECTRA share one texkit network
+(:class:`~texkit.modules.encoders.bert_family.BERTFamilyEncoder`'s attributes); a member's data
+is the path of each of its layers in each of its formats (:data:`BERT_NAMES`, ...), from which
+:func:`bert_family_table` writes the rows with a :class:`~texkit.pretrained.names.NameTable`
+(the formats' conventions name the weights: Hugging Face's ``weight``/``bias``, Google's
+``kernel``/``bias`` and ``gamma``/``beta``, KerasHub's ``vars/0``/``vars/1``).
 
-BERT also has KerasHub preset names (``keras_hub=True``): the HDF5 paths of the datasets that
-Keras 3 writes for a ``BertBackbone`` (``layers/transformer_encoder_1/_self_attention_layer/
-query_dense/vars/0``), named after each layer's class, numbered from the second one on. Its
-attention weights are stored per head (the ``HEADS_*`` layouts), which stand for ``DENSE`` and
-``SAME`` in the other formats.
+A block's path has ``{i}`` for the block's index (a function of it for KerasHub, which numbers
+its blocks from the second on); a member with one shared block (ALBERT) has one. BERT also has
+KerasHub preset names: the HDF5 paths of the datasets that Keras 3 writes for a ``BertBackbone``
+(``layers/transformer_encoder_1/_self_attention_layer/query_dense/vars/0``); its attention
+weights are stored per head (the ``HEADS_*`` layouts), which stand for ``DENSE`` and ``SAME``
+in the other formats.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 
 from texkit.pretrained.checkpoints import (
     DENSE,
@@ -27,249 +29,156 @@ from texkit.pretrained.checkpoints import (
     HUGGINGFACE,
     KERAS_HUB,
     OUT_IN,
+    PER_HEAD,
     SAME,
     Row,
 )
+from texkit.pretrained.names import MODULE, NAMINGS, NameTable
 
 __all__ = [
     "ALBERT_NAMES",
     "BERT_NAMES",
     "DISTILBERT_NAMES",
     "ELECTRA_NAMES",
-    "FamilyNames",
     "ROBERTA_NAMES",
+    "bert_family_table",
     "bert_name_table",
+    "heads_table",
 ]
 
+# The layers of a block, in table order: (texkit attribute, key of a member's paths, kernel
+# layout, bias layout).
+_BLOCK = (
+    ("self_attention.query", "query", HEADS_IN, HEADS_BIAS),
+    ("self_attention.key", "key", HEADS_IN, HEADS_BIAS),
+    ("self_attention.value", "value", HEADS_IN, HEADS_BIAS),
+    ("self_attention.output_dense", "attention_output", HEADS_OUT, SAME),
+    ("attention_norm", "attention_norm", None, None),
+    ("ffn_inner", "ffn_inner", DENSE, SAME),
+    ("ffn_output", "ffn_output", DENSE, SAME),
+    ("ffn_norm", "ffn_norm", None, None),
+)
 
-class FamilyNames:
-    """A BERT-family member's checkpoint names, and the rows they make.
+
+def bert_family_table(
+    names: Mapping[str, Mapping], num_layers: int, part: str, segments: bool = True,
+    heads: int | None = None, projection: bool = True, shared: bool = False,
+) -> list[Row]:  # fmt: skip
+    """A member's rows of ``part``: :data:`~texkit.pretrained.names.MODULE` (embeddings and
+    blocks) or ``"pooler"``.
 
     Args:
-        hf: Hugging Face names: ``embeddings`` (the embedding module), ``projection`` (the
-            embedding projection, or ``None``), ``block`` (one block, with ``{i}``; ``shared``
-            blocks have none), ``parts`` (the names of the block's sub-layers, below), and
-            ``pooler`` (or ``None``).
-        google: the same for Google's TF release (``/``-separated), or ``None``.
+        names: ``{format: {layer key: path}}``, the member's paths (:data:`BERT_NAMES`).
+        num_layers: the number of blocks (one if ``shared``).
+        segments: the member has segment embeddings (DistilBERT has none).
+        heads: the number of attention heads, given to every row (KerasHub's per-head layouts).
+        projection: the embedding projection is there (ELECTRA has none when the embedding and
+            hidden sizes are equal).
         shared: one block for all layers (ALBERT).
-        keras_hub: the names of KerasHub's ``BertBackbone`` presets too (BERT).
-
-    The block's sub-layers are ``query``, ``key``, ``value``, ``attention_output`` (dense),
-    ``attention_norm``, ``ffn_inner``, ``ffn_output`` (dense) and ``ffn_norm``.
     """
+    table = NameTable(names, heads=heads)
 
-    def __init__(
-        self, hf: dict, google: dict | None = None, shared: bool = False, keras_hub: bool = False
-    ):
-        self.formats = {HUGGINGFACE: hf}
-        if google is not None:
-            self.formats[GOOGLE] = google
-        self.shared = shared
-        self.keras_hub = keras_hub
+    def paths(key: str, i: int | None = None) -> dict[str, str]:
+        found = {}
+        for fmt, member in names.items():
+            path = member[key]
+            if i is not None:
+                block = member["block"]
+                block = block(i) if callable(block) else block.replace("{i}", str(i))
+                path = f"{block}{NAMINGS[fmt].separator}{path}"
+            found[fmt] = path
+        return found
 
-    def rows(
-        self,
-        num_layers: int,
-        part: str,
-        segments: bool = True,
-        heads: int | None = None,
-        projection: bool = True,
-    ) -> list[Row]:
-        """The rows of ``part``: ``encoder`` (embeddings and blocks) or ``pooler``; ``heads``
-        (the number of attention heads) is given to every row, for the per-head layouts;
-        ``projection``: the embedding projection is there (ELECTRA has none when the embedding
-        and hidden sizes are equal)."""
-        if part == "pooler":
-            per_format = {fmt: _dense("pooler", n["pooler"], fmt) for fmt, n in self._each()}
-            if self.keras_hub:
-                per_format[KERAS_HUB] = _keras_hub_dense("pooler", "layers/dense")
-            return _merge(per_format, heads)
-        per_format = {}
-        for fmt, names in self._each():
-            embeddings = names["embeddings"]
-            rows = [
-                _embedding("word_embedder", embeddings, "word_embeddings", fmt),
-                _embedding("position_embedder", embeddings, "position_embeddings", fmt),
-                *_norm("embedding_norm", _join(embeddings, "LayerNorm", fmt), fmt),
-            ]
-            if segments:
-                rows.append(
-                    _embedding("segment_embedder", embeddings, "token_type_embeddings", fmt)
-                )
-            if names.get("projection") and projection:
-                rows += _dense("embedding_projection", names["projection"], fmt)
-            for i in range(1 if self.shared else num_layers):
-                block = names["block"].replace("{i}", str(i))
-                parts = names["parts"]
-                for attribute in ("query", "key", "value"):
-                    name = _join(block, parts[attribute], fmt)
-                    rows += _dense(f"blocks.{i}.self_attention.{attribute}", name, fmt)
-                rows += _dense(
-                    f"blocks.{i}.self_attention.output_dense",
-                    _join(block, parts["attention_output"], fmt),
-                    fmt,
-                )
-                rows += _norm(
-                    f"blocks.{i}.attention_norm", _join(block, parts["attention_norm"], fmt), fmt
-                )
-                for attribute in ("ffn_inner", "ffn_output"):
-                    rows += _dense(
-                        f"blocks.{i}.{attribute}", _join(block, parts[attribute], fmt), fmt
-                    )
-                rows += _norm(f"blocks.{i}.ffn_norm", _join(block, parts["ffn_norm"], fmt), fmt)
-            per_format[fmt] = rows
-        if self.keras_hub:
-            per_format[KERAS_HUB] = _keras_hub_rows(num_layers, segments)
-        return _merge(per_format, heads)
-
-    def _each(self):
-        return self.formats.items()
-
-
-def _join(prefix: str, name: str, fmt: str) -> str:
-    return f"{prefix}{'/' if fmt == GOOGLE else '.'}{name}" if prefix else name
-
-
-def _embedding(attribute: str, embeddings: str, table: str, fmt: str) -> tuple:
-    name = _join(embeddings, table, fmt)
-    return (f"{attribute}.embedding", name + (".weight" if fmt == HUGGINGFACE else ""), SAME)
-
-
-def _dense(attribute: str, name: str, fmt: str) -> list[tuple]:
-    kernel, bias = ("weight", "bias") if fmt == HUGGINGFACE else ("kernel", "bias")
-    return [
-        (f"{attribute}.kernel", _join(name, kernel, fmt), DENSE),
-        (f"{attribute}.bias", _join(name, bias, fmt), SAME),
-    ]
-
-
-def _norm(attribute: str, name: str, fmt: str) -> list[tuple]:
-    gamma, beta = ("weight", "bias") if fmt == HUGGINGFACE else ("gamma", "beta")
-    return [
-        (f"{attribute}.gamma", _join(name, gamma, fmt), SAME),
-        (f"{attribute}.beta", _join(name, beta, fmt), SAME),
-    ]
-
-
-def _keras_hub_dense(attribute: str, name: str, kernel: str = DENSE, bias: str = SAME) -> list:
-    return [
-        (f"{attribute}.kernel", f"{name}/vars/0", kernel),
-        (f"{attribute}.bias", f"{name}/vars/1", bias),
-    ]
-
-
-def _keras_hub_norm(attribute: str, name: str) -> list[tuple]:
-    return [
-        (f"{attribute}.gamma", f"{name}/vars/0", SAME),
-        (f"{attribute}.beta", f"{name}/vars/1", SAME),
-    ]
-
-
-def _keras_hub_rows(num_layers: int, segments: bool) -> list[tuple]:
-    """A KerasHub ``BertBackbone``'s encoder entries, in :meth:`FamilyNames.rows`' order."""
-    rows = [
-        ("word_embedder.embedding", "layers/reversible_embedding/vars/0", SAME),
-        ("position_embedder.embedding", "layers/position_embedding/vars/0", SAME),
-        *_keras_hub_norm("embedding_norm", "layers/layer_normalization"),
-    ]
+    if part == "pooler":
+        return table.dense("pooler", paths("pooler")).rows
+    table.weight("word_embedder.embedding", paths("word"))
+    table.weight("position_embedder.embedding", paths("position"))
+    table.norm("embedding_norm", paths("embedding_norm"))
     if segments:
-        rows.append(("segment_embedder.embedding", "layers/embedding/vars/0", SAME))
-    for i in range(num_layers):
-        block = f"layers/transformer_encoder{f'_{i}' if i else ''}"
-        attention = f"{block}/_self_attention_layer"
-        for attribute in ("query", "key", "value"):
-            rows += _keras_hub_dense(
-                f"blocks.{i}.self_attention.{attribute}",
-                f"{attention}/{attribute}_dense",
-                HEADS_IN,
-                HEADS_BIAS,
-            )
-        rows += _keras_hub_dense(
-            f"blocks.{i}.self_attention.output_dense", f"{attention}/output_dense", HEADS_OUT
-        )
-        rows += _keras_hub_norm(f"blocks.{i}.attention_norm", f"{block}/_self_attention_layer_norm")
-        rows += _keras_hub_dense(
-            f"blocks.{i}.ffn_inner", f"{block}/_feedforward_intermediate_dense"
-        )
-        rows += _keras_hub_dense(f"blocks.{i}.ffn_output", f"{block}/_feedforward_output_dense")
-        rows += _keras_hub_norm(f"blocks.{i}.ffn_norm", f"{block}/_feedforward_layer_norm")
-    return rows
+        table.weight("segment_embedder.embedding", paths("segment"))
+    if projection and all(member.get("projection") for member in names.values()):
+        table.dense("embedding_projection", paths("projection"))
+    for i in range(1 if shared else num_layers):
+        for attribute, key, kernel, bias in _BLOCK:
+            if kernel is None:
+                table.norm(f"blocks.{i}.{attribute}", paths(key, i))
+            else:
+                table.dense(f"blocks.{i}.{attribute}", paths(key, i), kernel, bias)
+    return table.rows
 
 
-_PLAIN = {HEADS_IN: DENSE, HEADS_BIAS: SAME, HEADS_OUT: DENSE}
+def _member(block: str | Callable[[int], str], parts: Mapping[str, str], **layers: str | None
+            ) -> dict:  # fmt: skip
+    return {"block": block, **parts, **layers}
 
 
-def _merge(per_format: dict[str, list[tuple]], heads: int | None = None) -> list[Row]:
-    """Rows with every format's name, from one list of ``(attribute, name, layout)`` a format
-    (the lists are made in the same order). A per-head layout (KerasHub's) is the row's layout:
-    it means ``DENSE`` or ``SAME`` in the other formats."""
-    formats = list(per_format)
-    rows = []
-    for entries in zip(*per_format.values(), strict=True):
-        attribute = entries[0][0]
-        layouts = [e[2] for e in entries]
-        layout = next((x for x in layouts if x in _PLAIN), layouts[0])
-        for entry in entries:
-            if entry[0] != attribute or _PLAIN.get(entry[2], entry[2]) != _PLAIN.get(
-                layout, layout
-            ):
-                raise AssertionError(f"name tables disagree: {entries}")
-        names = {fmt: e[1] for fmt, e in zip(formats, entries, strict=True)}
-        rows.append(Row(attribute, names, layout, heads=heads))
-    return rows
-
-
-_BERT_PARTS = {
-    HUGGINGFACE: {
-        "query": "attention.self.query",
-        "key": "attention.self.key",
-        "value": "attention.self.value",
-        "attention_output": "attention.output.dense",
-        "attention_norm": "attention.output.LayerNorm",
-        "ffn_inner": "intermediate.dense",
-        "ffn_output": "output.dense",
-        "ffn_norm": "output.LayerNorm",
-    },
+_HF_PARTS = {
+    "query": "attention.self.query",
+    "key": "attention.self.key",
+    "value": "attention.self.value",
+    "attention_output": "attention.output.dense",
+    "attention_norm": "attention.output.LayerNorm",
+    "ffn_inner": "intermediate.dense",
+    "ffn_output": "output.dense",
+    "ffn_norm": "output.LayerNorm",
 }
-_BERT_PARTS[GOOGLE] = {k: v.replace(".", "/") for k, v in _BERT_PARTS[HUGGINGFACE].items()}
+_GOOGLE_PARTS = {k: v.replace(".", "/") for k, v in _HF_PARTS.items()}
 
 
-def _bert_like(projection: str | None = None, pooler: str | None = "pooler.dense") -> dict:
+def _embeddings(root: str, sep: str = ".") -> dict[str, str]:
+    """BERT's embedding layers under ``root`` (Hugging Face's and Google's names)."""
     return {
-        "embeddings": "embeddings",
-        "projection": projection,
-        "block": "encoder.layer.{i}",
-        "parts": _BERT_PARTS[HUGGINGFACE],
-        "pooler": pooler,
+        "word": f"{root}{sep}word_embeddings",
+        "position": f"{root}{sep}position_embeddings",
+        "segment": f"{root}{sep}token_type_embeddings",
+        "embedding_norm": f"{root}{sep}LayerNorm",
     }
 
 
-BERT_NAMES = FamilyNames(
-    _bert_like(),
-    keras_hub=True,
-    google={
-        "embeddings": "bert/embeddings",
-        "block": "bert/encoder/layer_{i}",
-        "parts": _BERT_PARTS[GOOGLE],
-        "pooler": "bert/pooler/dense",
-    },
-)
-ROBERTA_NAMES = FamilyNames(_bert_like())
-ELECTRA_NAMES = FamilyNames(
-    _bert_like(projection="embeddings_project", pooler=None),
-    google={
-        "embeddings": "electra/embeddings",
-        "projection": "electra/embeddings_project",
-        "block": "electra/encoder/layer_{i}",
-        "parts": _BERT_PARTS[GOOGLE],
-        "pooler": None,
-    },
-)
-DISTILBERT_NAMES = FamilyNames(
+def _hf_bert(projection: str | None = None, pooler: str | None = "pooler.dense") -> dict:
+    return _member("encoder.layer.{i}", _HF_PARTS, **_embeddings("embeddings"),
+                   projection=projection, pooler=pooler)  # fmt: skip
+
+
+def _google_bert(root: str, projection: str | None = None, pooler: str | None = None) -> dict:
+    return _member(f"{root}/encoder/layer_{{i}}", _GOOGLE_PARTS,
+                   **_embeddings(f"{root}/embeddings", "/"), projection=projection,
+                   pooler=pooler)  # fmt: skip
+
+
+_KERAS_HUB_BERT = _member(
+    lambda i: f"layers/transformer_encoder{f'_{i}' if i else ''}",
     {
-        "embeddings": "embeddings",
-        "block": "transformer.layer.{i}",
-        "parts": {
+        "query": "_self_attention_layer/query_dense",
+        "key": "_self_attention_layer/key_dense",
+        "value": "_self_attention_layer/value_dense",
+        "attention_output": "_self_attention_layer/output_dense",
+        "attention_norm": "_self_attention_layer_norm",
+        "ffn_inner": "_feedforward_intermediate_dense",
+        "ffn_output": "_feedforward_output_dense",
+        "ffn_norm": "_feedforward_layer_norm",
+    },
+    word="layers/reversible_embedding",
+    position="layers/position_embedding",
+    segment="layers/embedding",
+    embedding_norm="layers/layer_normalization",
+    pooler="layers/dense",
+)
+
+BERT_NAMES = {
+    GOOGLE: _google_bert("bert", pooler="bert/pooler/dense"),
+    HUGGINGFACE: _hf_bert(),
+    KERAS_HUB: _KERAS_HUB_BERT,
+}
+ROBERTA_NAMES = {HUGGINGFACE: _hf_bert()}
+ELECTRA_NAMES = {
+    HUGGINGFACE: _hf_bert(projection="embeddings_project", pooler=None),
+    GOOGLE: _google_bert("electra", projection="electra/embeddings_project"),
+}
+DISTILBERT_NAMES = {
+    HUGGINGFACE: _member(
+        "transformer.layer.{i}",
+        {
             "query": "attention.q_lin",
             "key": "attention.k_lin",
             "value": "attention.v_lin",
@@ -279,67 +188,64 @@ DISTILBERT_NAMES = FamilyNames(
             "ffn_output": "ffn.lin2",
             "ffn_norm": "output_layer_norm",
         },
-        "pooler": None,
-    }
-)
-_ALBERT_GOOGLE_PARTS = {
-    "query": "attention_1/self/query",
-    "key": "attention_1/self/key",
-    "value": "attention_1/self/value",
-    "attention_output": "attention_1/output/dense",
-    "attention_norm": "LayerNorm",
-    "ffn_inner": "ffn_1/intermediate/dense",
-    "ffn_output": "ffn_1/intermediate/output/dense",
-    "ffn_norm": "LayerNorm_1",
+        **_embeddings("embeddings"),
+    )
 }
-ALBERT_NAMES = FamilyNames(
-    {
-        "embeddings": "embeddings",
-        "projection": "encoder.embedding_hidden_mapping_in",
-        "block": "encoder.albert_layer_groups.0.albert_layers.0",
-        "parts": {
-            "query": "attention.query",
-            "key": "attention.key",
-            "value": "attention.value",
-            "attention_output": "attention.dense",
-            "attention_norm": "attention.LayerNorm",
-            "ffn_inner": "ffn",
-            "ffn_output": "ffn_output",
-            "ffn_norm": "full_layer_layer_norm",
-        },
-        "pooler": "pooler",
-    },
-    google={
-        "embeddings": "bert/embeddings",
-        "projection": "bert/encoder/embedding_hidden_mapping_in",
-        "block": "bert/encoder/transformer/group_0/inner_group_0",
-        "parts": _ALBERT_GOOGLE_PARTS,
-        "pooler": "bert/pooler/dense",
-    },
-    shared=True,
-)
+# ALBERT's block: each layer's (Hugging Face, Google) path.
+_ALBERT_PARTS = {
+    "query": ("attention.query", "attention_1/self/query"),
+    "key": ("attention.key", "attention_1/self/key"),
+    "value": ("attention.value", "attention_1/self/value"),
+    "attention_output": ("attention.dense", "attention_1/output/dense"),
+    "attention_norm": ("attention.LayerNorm", "LayerNorm"),
+    "ffn_inner": ("ffn", "ffn_1/intermediate/dense"),
+    "ffn_output": ("ffn_output", "ffn_1/intermediate/output/dense"),
+    "ffn_norm": ("full_layer_layer_norm", "LayerNorm_1"),
+}
+ALBERT_NAMES = {
+    HUGGINGFACE: _member(
+        "encoder.albert_layer_groups.0.albert_layers.0",
+        {key: hf for key, (hf, _) in _ALBERT_PARTS.items()},
+        **_embeddings("embeddings"),
+        projection="encoder.embedding_hidden_mapping_in",
+        pooler="pooler",
+    ),
+    GOOGLE: _member(
+        "bert/encoder/transformer/group_0/inner_group_0",
+        {key: google for key, (_, google) in _ALBERT_PARTS.items()},
+        **_embeddings("bert/embeddings", "/"),
+        projection="bert/encoder/embedding_hidden_mapping_in",
+        pooler="bert/pooler/dense",
+    ),
+}
 
-# BERT's pretraining heads (attribute paths start at the head object). Hugging Face keeps them
-# outside the ``bert.`` model prefix.
-MLM_HEAD = [
-    Row("transform.kernel", {GOOGLE: "cls/predictions/transform/dense/kernel",
-                             HUGGINGFACE: "cls.predictions.transform.dense.weight"}, DENSE, False),
-    Row("transform.bias", {GOOGLE: "cls/predictions/transform/dense/bias",
-                           HUGGINGFACE: "cls.predictions.transform.dense.bias"}, SAME, False),
-    Row("layer_norm.gamma", {GOOGLE: "cls/predictions/transform/LayerNorm/gamma",
-                             HUGGINGFACE: "cls.predictions.transform.LayerNorm.weight"}, SAME,
-        False),
-    Row("layer_norm.beta", {GOOGLE: "cls/predictions/transform/LayerNorm/beta",
-                            HUGGINGFACE: "cls.predictions.transform.LayerNorm.bias"}, SAME, False),
-    Row("output_bias", {GOOGLE: "cls/predictions/output_bias",
-                        HUGGINGFACE: "cls.predictions.bias"}, SAME, False),
-]  # fmt: skip
-NSP_HEAD = [
-    Row("dense.kernel", {GOOGLE: "cls/seq_relationship/output_weights",
-                         HUGGINGFACE: "cls.seq_relationship.weight"}, OUT_IN, False),
-    Row("dense.bias", {GOOGLE: "cls/seq_relationship/output_bias",
-                       HUGGINGFACE: "cls.seq_relationship.bias"}, SAME, False),
-]  # fmt: skip
+
+def heads_table(part: str) -> list[Row]:
+    """BERT's pretraining heads: ``"mlm"`` or ``"nsp"`` (attribute paths start at the head
+    object). Hugging Face keeps them outside the ``bert.`` model prefix."""
+    table = NameTable((GOOGLE, HUGGINGFACE), prefixed=False)
+    if part == "mlm":
+        table.dense("transform", {GOOGLE: "cls/predictions/transform/dense",
+                                  HUGGINGFACE: "cls.predictions.transform.dense"})  # fmt: skip
+        table.norm("layer_norm", {GOOGLE: "cls/predictions/transform/LayerNorm",
+                                  HUGGINGFACE: "cls.predictions.transform.LayerNorm"})  # fmt: skip
+        return table.entry("output_bias", {GOOGLE: "cls/predictions/output_bias",
+                                           HUGGINGFACE: "cls.predictions.bias"}).rows  # fmt: skip
+    if part == "nsp":
+        table.entry(
+            "dense.kernel",
+            {
+                GOOGLE: "cls/seq_relationship/output_weights",
+                HUGGINGFACE: "cls.seq_relationship.weight",
+            },
+            OUT_IN,
+        )
+        return table.entry(
+            "dense.bias",
+            {GOOGLE: "cls/seq_relationship/output_bias", HUGGINGFACE: "cls.seq_relationship.bias"},
+        ).rows
+    raise ValueError(f"no BERT head {part!r} (expected 'mlm' or 'nsp')")
+
 
 # Entries that are not weights, or are copies of weights the tables already load.
 GOOGLE_SKIPPED = re.compile(r"(^global_step$|/adam_[mv]$|^_CHECKPOINTABLE_OBJECT_GRAPH$)")
@@ -349,18 +255,19 @@ HF_SKIPPED = re.compile(
 )
 
 
-def bert_name_table(num_layers: int, part: str = "encoder") -> list[tuple[str, str, str, str]]:
+def bert_name_table(num_layers: int, part: str = "module") -> list[tuple[str, str, str, str]]:
     """BERT's name table of one part, with block indices filled in.
 
-    Parts: ``encoder`` (embeddings and blocks), ``pooler``, ``mlm`` and ``nsp`` (the heads).
+    Parts: ``module`` (embeddings and blocks; ``encoder`` is the same), ``pooler``, ``mlm`` and
+    ``nsp`` (the heads).
 
     Rows are ``(texkit attribute path, Google TF name, Hugging Face name, layout)``.
     """
     if part in ("mlm", "nsp"):
-        rows = MLM_HEAD if part == "mlm" else NSP_HEAD
+        rows = heads_table(part)
     else:
-        rows = BERT_NAMES.rows(num_layers, part)
+        rows = bert_family_table(BERT_NAMES, num_layers, "pooler" if part == "pooler" else MODULE)
     return [
-        (r.attribute, r.names[GOOGLE], r.names[HUGGINGFACE], _PLAIN.get(r.layout, r.layout))
+        (r.attribute, r.names[GOOGLE], r.names[HUGGINGFACE], PER_HEAD.get(r.layout, r.layout))
         for r in rows
     ]

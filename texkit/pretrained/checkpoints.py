@@ -1,9 +1,9 @@
 """What every pretrained family shares: checkpoint errors and reports, weight layouts, packaged
 checkpoint names, and the all-or-nothing assignment of a checked loading plan.
 
-A family module (:mod:`texkit.pretrained.bert`) holds its data: its config translation and one
-name table per format, whose rows say which variable of the texkit module each checkpoint entry
-fills and how the entry is laid out.
+A family module (:mod:`texkit.pretrained.bert`) holds its data: its config translation and its
+name table (written with :mod:`texkit.pretrained.names`), whose rows (:class:`Row`) say which
+variable of the texkit module each checkpoint entry fills and how the entry is laid out.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import importlib.util
 import io
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -32,12 +32,14 @@ __all__ = [
     "KERAS_HUB",
     "OPENAI",
     "OUT_IN",
+    "PER_HEAD",
     "HUB_FILES",
     "PACKAGED_CHECKPOINTS",
     "Row",
     "SAME",
     "CheckpointError",
     "CheckpointReader",
+    "WeightsReader",
     "LoadReport",
     "assign_all_or_nothing",
     "resolve_attribute",
@@ -45,6 +47,7 @@ __all__ = [
     "stored_shape",
     "to_keras_layout",
 ]
+
 
 # The formats a checkpoint folder may be in: Google's TF releases, Hugging Face safetensors,
 # OpenAI's TF release of GPT-2, KerasHub presets (a Keras 3 ``model.weights.h5``). GOOGLE and
@@ -61,7 +64,7 @@ SAME, DENSE, OUT_IN, CONV1D = "same", "dense", "out_in", "conv1d"
 # its bias, [heads * head_dim] stored [heads, head_dim]. HEADS_OUT: the attention output's
 # kernel, [heads * head_dim, out] stored [heads, head_dim, out].
 HEADS_IN, HEADS_BIAS, HEADS_OUT = "heads_in", "heads_bias", "heads_out"
-_PER_HEAD = {HEADS_IN: DENSE, HEADS_BIAS: SAME, HEADS_OUT: DENSE}
+PER_HEAD = {HEADS_IN: DENSE, HEADS_BIAS: SAME, HEADS_OUT: DENSE}
 
 
 class Row(NamedTuple):
@@ -71,7 +74,7 @@ class Row(NamedTuple):
         attribute: the texkit attribute path, from the object the table is for (``.``-separated,
             digits index lists: ``blocks.0.ffn_inner.kernel``).
         names: the checkpoint entry's name in each format the family has.
-        layout: how the entry is stored (``SAME``, ``DENSE``, ``OUT_IN``).
+        layout: how the entry is stored (``SAME``, ``DENSE``, ``OUT_IN``, ...).
         prefixed: whether a Hugging Face model prefix (``bert.``, ``roberta.``) may precede the
             name (heads outside the base model have none).
         split: ``(index, count)``: the variable is the ``index``-th of ``count`` equal slices of
@@ -319,6 +322,49 @@ class CheckpointReader:
             raise CheckpointError(f"{self.file}: cannot read {name!r} ({error})") from None
 
 
+class WeightsReader:
+    """Names, shapes and values of a checkpoint's entries, in one weights file or several.
+
+    Args:
+        files: the weights' files (see :class:`CheckpointReader`), each opened once; an
+            entry's values are read from its own file when asked for, so loading holds the
+            model and one entry at a time.
+        fmt, skipped: as for :class:`CheckpointReader`.
+
+    Attributes:
+        shapes: ``{entry: shape}`` of every file.
+        file_bytes: the total size of the files, in bytes.
+        file: the file, for messages (several: their folder and names).
+
+    Raises:
+        CheckpointError: as :class:`CheckpointReader`; or an entry in two files.
+    """
+
+    def __init__(self, files: Sequence[str], fmt: str, skipped: Callable[[str], bool]):
+        self.files = list(files)
+        self.format = fmt
+        folder = os.path.dirname(self.files[0])
+        names = ", ".join(os.path.basename(f) for f in self.files)
+        self.file = self.files[0] if len(self.files) == 1 else f"{folder} ({names})"
+        self.shapes: dict[str, tuple] = {}
+        self.file_bytes = 0
+        self._owner: dict[str, CheckpointReader] = {}
+        for file in self.files:
+            reader = CheckpointReader(file, fmt, skipped)
+            for name, shape in reader.shapes.items():
+                if name in self._owner:
+                    raise CheckpointError(
+                        f"{file}: {name!r} is in {self._owner[name].file} too (an entry "
+                        "belongs to one file)"
+                    )
+                self._owner[name] = reader
+                self.shapes[name] = shape
+            self.file_bytes += reader.file_bytes
+
+    def read(self, name: str) -> np.ndarray:
+        return self._owner[name].read(name)
+
+
 def resolve_attribute(root: Any, path: str) -> Any:
     node = root
     for part in path.split("."):
@@ -330,9 +376,9 @@ def to_keras_layout(
     value: np.ndarray, layout: str, fmt: str, split: tuple[int, int] | None = None
 ) -> np.ndarray:
     """An entry's value as the Keras variable holds it (its ``split`` slice, if any)."""
-    if layout in _PER_HEAD:
+    if layout in PER_HEAD:
         if fmt != KERAS_HUB:
-            layout = _PER_HEAD[layout]
+            layout = PER_HEAD[layout]
         elif layout == HEADS_IN:
             return value.reshape(value.shape[0], -1)
         elif layout == HEADS_BIAS:
@@ -360,9 +406,9 @@ def stored_shape(
     """The shape of the entry that holds a Keras variable of ``shape`` in format ``fmt``
     (``heads``: the number of attention heads, for the per-head layouts)."""
     shape = tuple(shape)
-    if layout in _PER_HEAD:
+    if layout in PER_HEAD:
         if fmt != KERAS_HUB:
-            layout = _PER_HEAD[layout]
+            layout = PER_HEAD[layout]
         elif heads is None:
             raise ValueError(f"layout {layout!r} needs the number of heads")
         elif layout == HEADS_IN:

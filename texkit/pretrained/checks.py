@@ -21,12 +21,13 @@ from texkit.hparams.rules import short
 from texkit.pretrained.checkpoints import (
     HUGGINGFACE,
     CheckpointError,
-    CheckpointReader,
     Row,
+    WeightsReader,
     stored_shape,
 )
 from texkit.pretrained.family import Family, Format
-from texkit.pretrained.folders import config_source, get_path, inspect_folder, weights_file
+from texkit.pretrained.folders import config_source, get_path, inspect_folder, weight_files
+from texkit.pretrained.names import MODULE
 
 __all__ = [
     "MIN_BYTES_PER_WEIGHT",
@@ -37,11 +38,11 @@ __all__ = [
 ]
 
 
-def reader_for(path: str, family: Family, fmt: Format) -> CheckpointReader:
+def reader_for(path: str, family: Family, fmt: Format) -> WeightsReader:
     """The reader of a folder's weights in format ``fmt``, without the entries the format
     skips (optimizer slots, buffers, tied copies)."""
-    return CheckpointReader(
-        weights_file(path, fmt),
+    return WeightsReader(
+        weight_files(path, fmt),
         fmt.name,
         lambda name: bool(fmt.skipped.search(strip_prefix(family, name))),
     )
@@ -119,7 +120,7 @@ def _layer_counts(family: Family, fmt: Format) -> list[tuple[str, re.Pattern]]:
     return counts
 
 
-def _layer_indices(family: Family, fmt: Format, reader: CheckpointReader, pattern: re.Pattern
+def _layer_indices(family: Family, fmt: Format, reader: WeightsReader, pattern: re.Pattern
                    ) -> set[int]:  # fmt: skip
     """The layer indices in the names of the module's own entries."""
     found = set()
@@ -139,7 +140,7 @@ def _layer_indices(family: Family, fmt: Format, reader: CheckpointReader, patter
     return found
 
 
-def _check_layers(family: Family, fmt: Format, config: Mapping, reader: CheckpointReader,
+def _check_layers(family: Family, fmt: Format, config: Mapping, reader: WeightsReader,
                   source: str) -> None:  # fmt: skip
     first = None
     for key, pattern in _layer_counts(family, fmt):
@@ -185,13 +186,13 @@ def _said(config: Mapping, keys: Iterable[str | tuple[str, ...]]) -> str:
     return ", ".join(f"{path}={get_path(config, path)!r}" for path in dict.fromkeys(paths))
 
 
-def _check_sizes(family: Family, fmt: Format, config: Mapping, reader: CheckpointReader,
+def _check_sizes(family: Family, fmt: Format, config: Mapping, reader: WeightsReader,
                  source: str) -> int:  # fmt: skip
     """Checks the sized weights of every block against the file's entries; returns the number
     of weights they hold (the bulk of the module's, as the model will allocate them)."""
     sized = {attribute: keys for keys, attribute in family.sized}
     weights = 0
-    for row in family.rows(config, "encoder"):
+    for row in family.name_table(config, MODULE):
         keys = sized.get(_BLOCK.sub(r"\1blocks.0.", row.attribute))
         if keys is None:
             continue

@@ -1,9 +1,10 @@
-"""A pretrained family as data: its module, configs, folder formats and name tables.
+"""A pretrained family as data: its module, configs, folder formats and name table.
 
 :class:`Family` and :class:`Format` describe a family (the BERT family's are in
 :mod:`texkit.pretrained.bert`, GPT-2's and T5's in their modules); :func:`register_family` adds
 one to :data:`FAMILIES`, where folders (:mod:`texkit.pretrained.folders`) and loading
-(:mod:`texkit.pretrained.loading`) find it.
+(:mod:`texkit.pretrained.loading`) find it, and ``texkit.pretrained`` registers the one loader
+for the family's classes. A new family is one file: see ``docs/guide/adding_a_family.md``.
 """
 
 from __future__ import annotations
@@ -13,10 +14,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from texkit.deprecation import warn_deprecated
 from texkit.hparams.rules import short
-from texkit.pretrained.checkpoints import CheckpointError, Row
+from texkit.pretrained.checkpoints import HUGGINGFACE, CheckpointError, Row
+from texkit.pretrained.names import MODULE
 
-__all__ = ["FAMILIES", "Family", "Format", "family_for_type", "family_of", "register_family"]
+__all__ = [
+    "FAMILIES",
+    "Family",
+    "Format",
+    "family_for_type",
+    "family_of",
+    "huggingface_format",
+    "register_family",
+]
 
 
 @dataclass(frozen=True)
@@ -27,7 +38,8 @@ class Format:
         name: ``GOOGLE``, ``HUGGINGFACE``, ``OPENAI`` or ``KERAS_HUB`` (the reader to use).
         config_file: the config's file name; ``None``: the release has no config (see
             ``config_from_shapes``).
-        weights: the weights' file name (a TF checkpoint: its prefix).
+        weights: the weights' files, every one needed (a TF checkpoint: its prefix); a string
+            is one file.
         skipped: entries that are not weights, or copies of loaded ones (never reported).
         own: entries that belong to the module (after the model prefix is removed): one the
             tables do not know is an error, not an unused entry.
@@ -54,7 +66,7 @@ class Format:
 
     name: str
     config_file: str | None
-    weights: str
+    weights: tuple[str, ...] | str
     skipped: re.Pattern
     own: re.Pattern
     config_translate: Callable[[dict], dict] | None = None
@@ -64,26 +76,42 @@ class Format:
     assumed: tuple[str, ...] = ()
     layer_pattern: re.Pattern | None = None
 
+    def __post_init__(self) -> None:
+        if isinstance(self.weights, str):
+            object.__setattr__(self, "weights", (self.weights,))
 
-@dataclass(frozen=True)
+
+def huggingface_format(skipped: re.Pattern, own: re.Pattern, **kwargs: Any) -> Format:
+    """A Hugging Face folder: ``config.json`` and ``model.safetensors`` (``kwargs``: the other
+    fields of :class:`Format`)."""
+    return Format(HUGGINGFACE, "config.json", ("model.safetensors",), skipped, own, **kwargs)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Family:
     """A pretrained family as data.
 
     Attributes:
         name: the family's name (``"bert"``).
-        model_types: the ``model_type`` values of its Hugging Face configs.
+        model_types: the ``model_type`` values of its Hugging Face configs (by default its
+            ``name``).
         module: the texkit class it builds (e.g. :class:`~texkit.modules.RoBERTaEncoder`).
         formats: its folder formats, the first one found in a folder is used.
-        config_keys: the hparams read from the config (the module's hparams less ``name``).
+        config_keys: the hparams read from the config; ``None``: the module's hparams less
+            ``name`` (a family that keeps its config's key names).
         architecture_keys: the hparams that define the architecture: required in a config, and
             a user's value must agree with the checkpoint's.
         config_defaults: values of keys a config may leave out (Google's BERT configs have no
             ``layer_norm_eps``).
-        rows: ``rows(hparams, part)``: the name table of ``part`` (``"encoder"`` or an optional
-            part) for the module's validated hparams.
+        name_table: ``name_table(hparams, part)``: the rows (:class:`~texkit.pretrained.names.
+            Row`, written with a :class:`~texkit.pretrained.names.NameTable`) of ``part``
+            (:data:`~texkit.pretrained.names.MODULE`, or an optional part) for the module's
+            validated hparams.
         optional_parts: parts loaded when the checkpoint has them, else left as initialized and
             reported (``"pooler"``; heads: ``"mlm"``, ``"nsp"``), with the attribute that holds
             each (``""``: the module itself).
+        models: more classes that the family's checkpoints load, each holding the family's
+            module as its ``encoder`` (:class:`~texkit.modules.BERTClassifier`).
         prefixes: Hugging Face model prefixes that may precede names (``"bert."``).
         sized: ``(hparams paths, attribute)``: a weight whose Keras shape is those hparams'
             values, checked before building (paths are dotted in nested hparams; a tuple of
@@ -101,18 +129,21 @@ class Family:
         check_config: more checks of a raw config (``(config, source)``), or ``None``.
         translate: ``(config, source) -> hparams`` for a module whose hparams are not its
             config's keys (GPT-2's); ``None``: the ``config_keys`` are copied.
-        tokenizer: ``(path, **kwargs) -> tokenizer``: the family's in-graph tokenizer from a
-            checkpoint folder's files (``None``: texkit has none for it).
+        tokenizer: the family's in-graph tokenizer class, made from a checkpoint folder by its
+            ``from_pretrained(path, **kwargs)`` (``None``: texkit has none for it).
+        tokenizer_options: arguments given to the tokenizer's ``from_pretrained`` before the
+            user's (``{"style": "roberta"}``).
     """
 
     name: str
-    model_types: tuple[str, ...]
+    model_types: tuple[str, ...] = ()
     module: type
     formats: tuple[Format, ...]
-    config_keys: tuple[str, ...]
     architecture_keys: tuple[str, ...]
-    rows: Callable[[Any, str], list[Row]]
+    name_table: Callable[[Any, str], list[Row]]
+    config_keys: tuple[str, ...] | None = None
     optional_parts: dict[str, str] = field(default_factory=dict)
+    models: tuple[type, ...] = ()
     prefixes: tuple[str, ...] = ()
     config_defaults: dict[str, Any] = field(default_factory=dict)
     sized: tuple[tuple[tuple[str | tuple[str, ...], ...], str], ...] = ()
@@ -122,7 +153,25 @@ class Family:
     epsilon_keys: tuple[str, ...] = ()
     check_config: Callable[[Mapping, str], None] | None = None
     translate: Callable[[Mapping, str], dict] | None = None
-    tokenizer: Callable[..., Any] | None = None
+    tokenizer: type | None = None
+    tokenizer_options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.model_types:
+            object.__setattr__(self, "model_types", (self.name,))
+
+    def rows(self, hparams: Any, part: str) -> list[Row]:
+        """Deprecated: use :attr:`name_table` (whose module part is ``"module"``, not
+        ``"encoder"``)."""
+        warn_deprecated("Family.rows", "Family.name_table")
+        return self.name_table(hparams, MODULE if part == "encoder" else part)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The hparams read from a config (:attr:`config_keys`, or the module's less ``name``)."""
+        if self.config_keys is not None:
+            return self.config_keys
+        return tuple(k for k in self.module.default_hparams() if k != "name")
 
 
 FAMILIES: dict[str, Family] = {}

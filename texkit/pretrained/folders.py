@@ -20,6 +20,7 @@ from typing import Any
 import tensorflow as tf
 
 import texkit.files
+from texkit.deprecation import warn_deprecated
 from texkit.hparams import HParams, HParamsError
 from texkit.hparams.rules import short
 from texkit.pretrained.checkpoints import (
@@ -33,6 +34,7 @@ from texkit.pretrained.checkpoints import (
 from texkit.pretrained.family import FAMILIES, Family, Format, family_for_type
 
 __all__ = [
+    "checkpoint_format",
     "config_source",
     "get_path",
     "hparams_from_config",
@@ -40,6 +42,7 @@ __all__ = [
     "merge_user_hparams",
     "read_config",
     "set_path",
+    "weight_files",
     "weights_file",
 ]
 
@@ -60,17 +63,24 @@ def _read_json(file: str) -> Any:
 
 
 def _has_weights(files: set[str], fmt: Format) -> bool:
-    if fmt.name not in (HUGGINGFACE, KERAS_HUB):  # a TF checkpoint: its prefix names files
-        if fmt.weights == "*":
-            return any(f.endswith(".index") for f in files)
-        return any(f.startswith(fmt.weights + ".") for f in files)
-    return fmt.weights in files
+    """Whether the folder's ``files`` hold every weights file of ``fmt``."""
+    if fmt.name in (HUGGINGFACE, KERAS_HUB):
+        return all(weights in files for weights in fmt.weights)
+    # A TF checkpoint: its prefix names files ("*": any one checkpoint).
+    return all(
+        any(f.endswith(".index") if prefix == "*" else f.startswith(prefix + ".") for f in files)
+        for prefix in fmt.weights
+    )
 
 
-def weights_file(path: str, fmt: Format) -> str:
-    """The weights of a folder in format ``fmt`` (a TF checkpoint: its prefix)."""
-    if fmt.weights != "*":
-        return os.path.join(path, fmt.weights)
+def weight_files(path: str, fmt: Format) -> list[str]:
+    """The weights' files of a folder in format ``fmt`` (a TF checkpoint: its prefix)."""
+    return [_weights_path(path, weights) for weights in fmt.weights]
+
+
+def _weights_path(path: str, weights: str) -> str:
+    if weights != "*":
+        return os.path.join(path, weights)
     prefixes = sorted(
         f[: -len(".index")] for f in tf.io.gfile.listdir(path) if f.endswith(".index")
     )
@@ -81,11 +91,28 @@ def weights_file(path: str, fmt: Format) -> str:
     return os.path.join(path, prefixes[0])
 
 
+def weights_file(path: str, fmt: Format) -> str:
+    """Deprecated: use :func:`weight_files` (a format may name several files). The one
+    weights file of ``fmt``'s folder ``path``."""
+    warn_deprecated(
+        "texkit.pretrained.folders.weights_file", "texkit.pretrained.folders.weight_files"
+    )
+    (file,) = weight_files(path, fmt)
+    return file
+
+
+def checkpoint_format(path: str | os.PathLike) -> str:
+    """The format of a checkpoint folder (or a packaged checkpoint's name): ``"google"``,
+    ``"huggingface"``, ``"openai"`` or ``"keras_hub"``, from the files in it."""
+    _, fmt, _ = inspect_folder(resolve_checkpoint(path))
+    return fmt.name
+
+
 def config_source(path: str, fmt: Format) -> str:
     """The file a folder's config comes from, for messages: the config file, or the checkpoint
     index of a release without one."""
     if fmt.config_file is None:
-        return weights_file(path, fmt) + ".index"
+        return weight_files(path, fmt)[0] + ".index"
     return os.path.join(path, fmt.config_file)
 
 
@@ -127,7 +154,7 @@ def inspect_folder(path: str | os.PathLike) -> tuple[Family, Format, dict]:
         for fmt in family.formats:
             if fmt.config_file != _HF_CONFIG and fmt.config_file in files:
                 if not _has_weights(files, fmt):
-                    weights = "TF checkpoint" if fmt.weights == "*" else fmt.weights
+                    weights = " + ".join("TF checkpoint" if w == "*" else w for w in fmt.weights)
                     raise CheckpointError(
                         f"{path}: {fmt.config_file} found but no {weights}.index/data"
                     )
@@ -258,7 +285,7 @@ def _check_ranges(family: Family, config: Mapping, hparams: Mapping, source: str
 
 def _copy_keys(family: Family, config: Mapping[str, Any], source: str) -> dict:
     hparams = {}
-    for key in family.config_keys:
+    for key in family.keys:
         if key in config:
             hparams[key] = config[key]
         elif key in family.config_defaults:

@@ -22,21 +22,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from texkit import registry
 from texkit.data.tokenizers import GPT2BPETokenizer
 from texkit.hparams.rules import short
 from texkit.modules.decoders import GPT2Decoder
 from texkit.modules.encoders.bert_family import ACTIVATIONS
-from texkit.pretrained.checkpoints import (
-    CONV1D,
-    HUGGINGFACE,
-    OPENAI,
-    SAME,
-    CheckpointError,
-    Row,
-)
-from texkit.pretrained.family import Family, Format, register_family
-from texkit.pretrained.loading import encoder_from_pretrained
+from texkit.pretrained.checkpoints import CONV1D, HUGGINGFACE, OPENAI, CheckpointError, Row
+from texkit.pretrained.family import Family, Format, huggingface_format, register_family
+from texkit.pretrained.names import NameTable
 
 __all__ = ["GPT2", "gpt2_hparams_from_config", "gpt2_name_table"]
 
@@ -105,71 +97,41 @@ def gpt2_hparams_from_config(config: Mapping[str, Any], source: str = "config") 
     }
 
 
-def _names(hf: str, openai: str) -> dict:
-    return {HUGGINGFACE: hf, OPENAI: openai}
-
-
-def _norm(attribute: str, hf: str, openai: str) -> list[Row]:
-    return [
-        Row(f"{attribute}.gamma", _names(f"{hf}.weight", f"{openai}/g"), SAME),
-        Row(f"{attribute}.beta", _names(f"{hf}.bias", f"{openai}/b"), SAME),
-    ]
-
-
-def _conv(attribute: str, hf: str, openai: str, split: tuple[int, int] | None = None) -> list:
-    return [
-        Row(f"{attribute}.kernel", _names(f"{hf}.weight", f"{openai}/w"), CONV1D, split=split),
-        Row(f"{attribute}.bias", _names(f"{hf}.bias", f"{openai}/b"), SAME, split=split),
-    ]
-
-
 def gpt2_name_table(num_blocks: int) -> list[Row]:
     """GPT-2's rows, from a :class:`~texkit.modules.GPT2Decoder`."""
-    rows = [
-        Row("word_embedder.embedding", _names("wte.weight", "model/wte"), SAME),
-        Row("decoder.position_embedder.embedding", _names("wpe.weight", "model/wpe"), SAME),
-    ]
+    table = NameTable((HUGGINGFACE, OPENAI))
+
+    def at(hf: str, openai: str) -> dict[str, str]:
+        return {HUGGINGFACE: hf, OPENAI: openai}
+
+    table.weight("word_embedder.embedding", at("wte", "model/wte"))
+    table.weight("decoder.position_embedder.embedding", at("wpe", "model/wpe"))
     for i in range(num_blocks):
         block, hf, openai = f"decoder.blocks.{i}", f"h.{i}", f"model/h{i}"
-        rows += _norm(f"{block}.attention_norm", f"{hf}.ln_1", f"{openai}/ln_1")
+        table.norm(f"{block}.attention_norm", at(f"{hf}.ln_1", f"{openai}/ln_1"))
+        fused = at(f"{hf}.attn.c_attn", f"{openai}/attn/c_attn")
         for index, part in enumerate(("query", "key", "value")):
-            rows += _conv(
-                f"{block}.self_attention.{part}",
-                f"{hf}.attn.c_attn",
-                f"{openai}/attn/c_attn",
-                split=(index, 3),
-            )
-        rows += _conv(
-            f"{block}.self_attention.output_dense", f"{hf}.attn.c_proj", f"{openai}/attn/c_proj"
-        )
-        rows += _norm(f"{block}.ffn_norm", f"{hf}.ln_2", f"{openai}/ln_2")
-        rows += _conv(f"{block}.ffn_inner", f"{hf}.mlp.c_fc", f"{openai}/mlp/c_fc")
-        rows += _conv(f"{block}.ffn_output", f"{hf}.mlp.c_proj", f"{openai}/mlp/c_proj")
-    rows += _norm("decoder.output_norm", "ln_f", "model/ln_f")
-    return rows
-
-
-def _tokenizer(path: str, **kwargs: Any) -> GPT2BPETokenizer:
-    return GPT2BPETokenizer.from_pretrained(path, **{"style": "gpt2", **kwargs})
+            table.dense(f"{block}.self_attention.{part}", fused, CONV1D, split=(index, 3))
+        table.dense(f"{block}.self_attention.output_dense",
+                    at(f"{hf}.attn.c_proj", f"{openai}/attn/c_proj"), CONV1D)  # fmt: skip
+        table.norm(f"{block}.ffn_norm", at(f"{hf}.ln_2", f"{openai}/ln_2"))
+        table.dense(f"{block}.ffn_inner", at(f"{hf}.mlp.c_fc", f"{openai}/mlp/c_fc"), CONV1D)
+        table.dense(f"{block}.ffn_output", at(f"{hf}.mlp.c_proj", f"{openai}/mlp/c_proj"), CONV1D)
+    return table.norm("decoder.output_norm", at("ln_f", "model/ln_f")).rows
 
 
 GPT2 = register_family(
     Family(
         name="gpt2",
-        model_types=("gpt2",),
         module=GPT2Decoder,
         formats=(
-            Format(
-                HUGGINGFACE,
-                "config.json",
-                "model.safetensors",
+            huggingface_format(
                 # Attention-mask buffers of old files, and the tied copy of wte.
                 re.compile(r"^(h\.\d+\.attn\.(bias|masked_bias)|lm_head\.weight)$"),
                 re.compile(r"^(wte|wpe|ln_f|h\.\d+)\."),
             ),
             Format(OPENAI, "hparams.json", "model.ckpt", re.compile(r"^$"), re.compile("^model/")),
         ),
-        config_keys=(),
         architecture_keys=(
             "vocab_size",
             "dim",
@@ -180,7 +142,7 @@ GPT2 = register_family(
             "decoder.position_embedder.position_size",
             "decoder.layer_norm_epsilon",
         ),
-        rows=lambda hparams, part: gpt2_name_table(hparams["decoder"]["num_blocks"]),
+        name_table=lambda hparams, part: gpt2_name_table(hparams["decoder"]["num_blocks"]),
         prefixes=("transformer.",),
         sized=(
             (("vocab_size", "dim"), "word_embedder.embedding"),
@@ -199,8 +161,7 @@ GPT2 = register_family(
         epsilon_keys=("decoder.layer_norm_epsilon",),
         layer_pattern=re.compile(r"(?:^|[./])h\.?(\d+)[./]"),
         translate=gpt2_hparams_from_config,
-        tokenizer=_tokenizer,
+        tokenizer=GPT2BPETokenizer,
+        tokenizer_options={"style": "gpt2"},
     )
 )
-
-registry.register_loader(GPT2Decoder, encoder_from_pretrained)

@@ -28,13 +28,16 @@ from typing import Any
 
 import numpy as np
 
+from texkit import registry
 from texkit.configurable import ModuleBase
+from texkit.deprecation import deprecated_alias
 from texkit.hparams import HParamsError
 from texkit.hparams.rules import short
 from texkit.pretrained.checkpoints import (
     CheckpointError,
     LoadReport,
     Row,
+    WeightsReader,
     assign_all_or_nothing,
     resolve_attribute,
     resolve_checkpoint,
@@ -55,13 +58,17 @@ from texkit.pretrained.folders import (
     inspect_folder,
     merge_user_hparams,
 )
+from texkit.pretrained.names import MODULE
+from texkit.pretrained.tokenizers import tokenizer_from_pretrained
 
 __all__ = [
     "encoder_from_pretrained",
     "from_pretrained",
     "load_checkpoint",
-    "tokenizer_from_pretrained",
     "model_from_pretrained",
+    "module_from_pretrained",
+    "register_loaders",
+    "tokenizer_from_pretrained",
 ]
 
 logger = logging.getLogger(__name__)
@@ -106,28 +113,42 @@ def _merged(family: Family, fmt: Format, config: dict, hparams: Any, path: str) 
     return merged
 
 
-def encoder_from_pretrained(
+def module_from_pretrained(
     cls: type, path: Any, hparams: Any = None, *, allow_non_finite: bool = False, **kwargs: Any
 ) -> Any:
-    """Implements a family module's ``from_pretrained``: checks the config against the weights'
-    shapes, builds from the config, then loads (``allow_non_finite``: see
-    :func:`load_checkpoint`)."""
+    """The one loader of every family: implements ``cls.from_pretrained`` for a family's module
+    (``BERTEncoder``, ``GPT2Decoder``, ``T5EncoderDecoder``, ...) and for a model that holds one
+    as its ``encoder`` (``BERTClassifier``, ``BERTPretrainer``: a family's ``models``).
+
+    Checks the folder's config against its weights' shapes, builds ``cls`` from the config
+    merged with ``hparams`` (which may change dropout rates and names; a value that
+    contradicts the checkpoint's architecture is an error), then loads
+    (:func:`load_checkpoint`; ``allow_non_finite``: see there). A model's encoder hparams are
+    ``hparams["encoder"]`` merged in the same way, its ``encoder_type`` is the checkpoint's
+    family class, and the heads the checkpoint has are loaded too. ``kwargs``: the class's own
+    (Keras layer arguments).
+
+    Raises:
+        CheckpointError: a folder of another family than ``cls`` loads, or that cannot be
+            loaded (see :func:`load_checkpoint`).
+    """
     path = resolve_checkpoint(path)
-    family, fmt, config = _checked_config(cls, path)
-    module = cls(_merged(family, fmt, config, hparams, path), **kwargs)
+    if _is_model(cls):
+        module = _model(cls, path, hparams, **kwargs)
+    else:
+        family, fmt, config = _checked_config(cls, path)
+        module = cls(_merged(family, fmt, config, hparams, path), **kwargs)
     module.load_report = load_checkpoint(module, path, allow_non_finite=allow_non_finite)
     return module
 
 
-def model_from_pretrained(
-    cls: type, path: Any, hparams: Any = None, *, allow_non_finite: bool = False, **kwargs: Any
-) -> Any:
-    """Implements ``from_pretrained`` of a model whose ``encoder`` is a family module
-    (``BERTClassifier``, ``BERTPretrainer``): ``encoder_type`` is the checkpoint's family
-    class, the encoder's hparams come from its config (``hparams["encoder"]`` may only agree
-    with them, or set dropout rates and names); the encoder and the heads the checkpoint has
-    are loaded."""
-    path = resolve_checkpoint(path)
+def _is_model(cls: type) -> bool:
+    """Whether ``cls`` holds a family module as its ``encoder`` (a family's ``models``)."""
+    return issubclass(cls, tuple(m for f in FAMILIES.values() for m in f.models))
+
+
+def _model(cls: type, path: str, hparams: Any, **kwargs: Any) -> Any:
+    """A model whose ``encoder`` is the checkpoint's family module, built (not loaded)."""
     hparams = dict(hparams.todict() if hasattr(hparams, "todict") else hparams or {})
     family, fmt, config = _checked_config(None, path)
     encoder_type = family.module.__name__
@@ -146,9 +167,31 @@ def model_from_pretrained(
     if "encoder_type" in cls.default_hparams():
         hparams["encoder_type"] = encoder_type
     hparams["encoder"] = _merged(family, fmt, config, hparams.get("encoder"), path)
-    model = cls(hparams, **kwargs)
-    model.load_report = load_checkpoint(model, path, allow_non_finite=allow_non_finite)
-    return model
+    return cls(hparams, **kwargs)
+
+
+encoder_from_pretrained = deprecated_alias(
+    module_from_pretrained,
+    "texkit.pretrained.loading.encoder_from_pretrained",
+    "tx.pretrained.module_from_pretrained",
+)
+model_from_pretrained = deprecated_alias(
+    module_from_pretrained,
+    "texkit.pretrained.loading.model_from_pretrained",
+    "tx.pretrained.module_from_pretrained",
+)
+
+
+def register_loaders() -> None:
+    """Registers :func:`module_from_pretrained` as the checkpoint loader of every registered
+    family's module and models (``texkit.pretrained`` calls it once its families are
+    imported): for each, the class whose ``from_pretrained`` asks the registry (the BERT
+    family's :class:`~texkit.modules.encoders.bert_family.BERTFamilyEncoder`), so that its
+    subclasses find it."""
+    for family in FAMILIES.values():
+        for cls in (family.module, *family.models):
+            asking = next((k for k in cls.__mro__ if "from_pretrained" in vars(k)), cls)
+            registry.register_loader(asking, module_from_pretrained)
 
 
 def from_pretrained(path: str | os.PathLike, hparams: Any = None, **kwargs: Any) -> Any:
@@ -156,8 +199,8 @@ def from_pretrained(path: str | os.PathLike, hparams: Any = None, **kwargs: Any)
 
     The family comes from the folder (``config.json``'s ``model_type``; Google's BERT and ALBERT
     releases by their config files, its ELECTRA release by its checkpoint's entries); the result
-    is that family's module (``BERTEncoder``, ``RoBERTaEncoder``, ...), as its own
-    ``from_pretrained`` returns it. ``hparams`` and ``kwargs``: as there.
+    is that family's module (``BERTEncoder``, ``RoBERTaEncoder``, ``GPT2Decoder``, ...), as its
+    own ``from_pretrained`` returns it. ``hparams`` and ``kwargs``: as there.
 
     Raises:
         CheckpointError: the folder is not a checkpoint texkit loads; an unknown ``model_type``
@@ -166,30 +209,6 @@ def from_pretrained(path: str | os.PathLike, hparams: Any = None, **kwargs: Any)
     path = resolve_checkpoint(path)
     family, _, _ = inspect_folder(path)
     return family.module.from_pretrained(path, hparams, **kwargs)
-
-
-def tokenizer_from_pretrained(path: str | os.PathLike, **kwargs: Any) -> Any:
-    """The in-graph tokenizer of a checkpoint folder's family, made from the folder's files.
-
-    ``BERTTokenizer`` for BERT, DistilBERT and ELECTRA (``vocab.txt``), ``GPT2BPETokenizer``
-    for RoBERTa (``style="roberta"``) and GPT-2, ``SentencePieceTokenizer`` for ALBERT and T5
-    (``spiece.model``), each through its own ``from_pretrained``. Every one has
-    ``encode(texts, second_texts=None)`` with the same outputs (``input_ids``, ``segment_ids``,
-    ``sequence_length``), so a pipeline written for one family runs on another.
-
-    Args:
-        path: a checkpoint folder, or a packaged checkpoint's name.
-        **kwargs: the tokenizer's own arguments (``max_seq_length``; ``lowercase`` for
-            ``BERTTokenizer``, which a Google folder needs).
-
-    Raises:
-        CheckpointError: not a checkpoint folder texkit loads.
-    """
-    path = resolve_checkpoint(path)
-    family, _, _ = inspect_folder(path)
-    if family.tokenizer is None:
-        raise CheckpointError(f"{path}: texkit has no tokenizer for {family.name} checkpoints")
-    return family.tokenizer(path, **kwargs)
 
 
 # -- loading ---------------------------------------------------------------------------------
@@ -262,7 +281,7 @@ def load_checkpoint(
 
     Args:
         model: a family module (:class:`~texkit.modules.BERTEncoder`,
-            :class:`~texkit.modules.RoBERTaEncoder`, ...), or a model whose ``.encoder`` is one
+            :class:`~texkit.modules.GPT2Decoder`, ...), or a model whose ``.encoder`` is one
             (e.g. :class:`~texkit.modules.BERTClassifier`); its heads (BERT's ``mlm_head`` and
             ``nsp_head``) load when the checkpoint has them.
         path: a checkpoint folder of the module's family, or the name of a packaged checkpoint
@@ -288,77 +307,92 @@ def load_checkpoint(
             f"but {type(module).__name__} loads {family.name} checkpoints"
         )
     _check_config_against_module(family, fmt, raw, module, path)
-    reader = reader_for(path, family, fmt)
+    plan = _Plan(family, fmt, reader_for(path, family, fmt), allow_non_finite)
     _ensure_built(model, module, owners)
-    report = LoadReport(format=fmt.name, family=family.name)
-    plan: list[tuple[Any, np.ndarray]] = []
-    problems: list[str] = []
-    used: set[str] = set()
-
-    def take(root: Any, rows: Iterable[Row]) -> None:
-        for row in rows:
-            variable = resolve_attribute(root, row.attribute)
-            candidates = entry_names(family, row, fmt.name)
-            found = [c for c in candidates if c in reader.shapes]
-            used.update(found)
-            if not found:
-                problems.append(f"missing {candidates[0]!r} (for {variable.path})")
-                continue
-            if len(found) > 1:
-                problems.append(f"{found} all hold {variable.path}; expected exactly one")
-                continue
-            name = found[0]
-            stored = reader.shapes[name]
-            expected = stored_shape(variable.shape, row.layout, fmt.name, row.split, row.heads)
-            if stored != expected:
-                problems.append(
-                    f"{name!r} has shape {list(stored)}, but {variable.path} needs "
-                    f"{list(expected)} in the checkpoint"
-                )
-                continue
-            value = reader.read(name)
-            if value.dtype.kind != "f":
-                problems.append(f"{name!r} holds {value.dtype}, not floating-point weights")
-                continue
-            if not allow_non_finite and not np.isfinite(value).all():
-                problems.append(
-                    f"{name!r} holds {int((~np.isfinite(value)).sum())} NaN or infinite values "
-                    "(allow_non_finite=True loads them)"
-                )
-                continue
-            value = to_keras_layout(value, row.layout, fmt.name, row.split)
-            value = value.astype(variable.dtype)
-            plan.append((variable, value))
-            if name not in report.loaded:  # a split entry fills several variables
-                report.loaded.append(name)
-
-    hparams = module.hparams
-    take(module, family.rows(hparams, "encoder"))
+    plan.take(module, family.name_table(module.hparams, MODULE))
     # Optional parts: absent from the checkpoint, they keep their initial weights (and are
     # reported); present, they load strictly like the rest.
+    heads, missing_heads = [], []
     for part, owner in owners.items():
-        rows = family.rows(hparams, part)
-        if any(c in reader.shapes for row in rows for c in entry_names(family, row, fmt.name)):
-            take(owner, rows)
-            report.heads.append(part)
+        rows = family.name_table(module.hparams, part)
+        if plan.has_any(rows):
+            plan.take(owner, rows)
+            heads.append(part)
         else:
-            report.missing_heads.append(part)
-    for name in sorted(set(reader.shapes) - used):
-        if fmt.own.search(strip_prefix(family, name)):
-            problems.append(
-                f"unknown encoder variable {short(name, 200)} "
-                f"(shape {short(list(reader.shapes[name]))})"
+            missing_heads.append(part)
+    plan.refuse_unknown()
+    file = plan.reader.file
+    assign_all_or_nothing(plan.values, plan.problems, file, model.name)
+    unused = sorted(set(plan.reader.shapes) - plan.used)
+    if missing_heads:
+        logger.warning("%s: no %s in the checkpoint; left as initialized", file,
+                       ", ".join(missing_heads))  # fmt: skip
+    if unused:
+        logger.warning("%s: %d entries not loaded: %s", file, len(unused), unused[:10])
+    return LoadReport(fmt.name, family.name, plan.loaded, heads, missing_heads, unused)
+
+
+class _Plan:
+    """What loading a checkpoint's tables assigns, and what is wrong, before anything is."""
+
+    def __init__(self, family: Family, fmt: Format, reader: WeightsReader,
+                 allow_non_finite: bool) -> None:  # fmt: skip
+        self.family, self.fmt, self.reader = family, fmt, reader
+        self.allow_non_finite = allow_non_finite
+        self.values: list[tuple[Any, np.ndarray]] = []
+        self.problems: list[str] = []
+        self.used: set[str] = set()
+        self.loaded: list[str] = []  # entry names, in table order
+
+    def _candidates(self, row: Row) -> list[str]:
+        return entry_names(self.family, row, self.fmt.name)
+
+    def has_any(self, rows: Iterable[Row]) -> bool:
+        return any(c in self.reader.shapes for row in rows for c in self._candidates(row))
+
+    def take(self, root: Any, rows: Iterable[Row]) -> None:
+        """Reads and checks the entry of each row, for the variable under ``root``."""
+        for row in rows:
+            variable = resolve_attribute(root, row.attribute)
+            candidates = self._candidates(row)
+            found = [c for c in candidates if c in self.reader.shapes]
+            self.used.update(found)
+            if not found:
+                self.problems.append(f"missing {candidates[0]!r} (for {variable.path})")
+            elif len(found) > 1:
+                self.problems.append(f"{found} all hold {variable.path}; expected exactly one")
+            else:
+                self._take(found[0], row, variable)
+
+    def _take(self, name: str, row: Row, variable: Any) -> None:
+        stored = self.reader.shapes[name]
+        expected = stored_shape(variable.shape, row.layout, self.fmt.name, row.split, row.heads)
+        if stored != expected:
+            self.problems.append(
+                f"{name!r} has shape {list(stored)}, but {variable.path} needs "
+                f"{list(expected)} in the checkpoint"
             )
-    assign_all_or_nothing(plan, problems, reader.file, model.name)
-    if report.missing_heads:
-        logger.warning(
-            "%s: no %s in the checkpoint; left as initialized",
-            reader.file,
-            ", ".join(report.missing_heads),
-        )
-    report.unused = sorted(set(reader.shapes) - used)
-    if report.unused:
-        logger.warning(
-            "%s: %d entries not loaded: %s", reader.file, len(report.unused), report.unused[:10]
-        )
-    return report
+            return
+        value = self.reader.read(name)
+        if value.dtype.kind != "f":
+            self.problems.append(f"{name!r} holds {value.dtype}, not floating-point weights")
+            return
+        if not self.allow_non_finite and not np.isfinite(value).all():
+            self.problems.append(
+                f"{name!r} holds {int((~np.isfinite(value)).sum())} NaN or infinite values "
+                "(allow_non_finite=True loads them)"
+            )
+            return
+        value = to_keras_layout(value, row.layout, self.fmt.name, row.split)
+        self.values.append((variable, value.astype(variable.dtype)))
+        if name not in self.loaded:  # a split entry fills several variables
+            self.loaded.append(name)
+
+    def refuse_unknown(self) -> None:
+        """An entry under the module's own names that no table row took is an error."""
+        for name in sorted(set(self.reader.shapes) - self.used):
+            if self.fmt.own.search(strip_prefix(self.family, name)):
+                self.problems.append(
+                    f"unknown encoder variable {short(name, 200)} "
+                    f"(shape {short(list(self.reader.shapes[name]))})"
+                )

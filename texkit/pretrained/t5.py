@@ -15,64 +15,56 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from texkit import registry
 from texkit.data.tokenizers import SentencePieceTokenizer
 from texkit.hparams.rules import short
-from texkit.modules.t5 import T5EncoderDecoder
-from texkit.pretrained.checkpoints import DENSE, HUGGINGFACE, SAME, CheckpointError, Row
-from texkit.pretrained.family import Family, Format, register_family
-from texkit.pretrained.loading import encoder_from_pretrained
+from texkit.modules import T5EncoderDecoder
+from texkit.pretrained.checkpoints import HUGGINGFACE, CheckpointError, Row
+from texkit.pretrained.family import Family, huggingface_format, register_family
+from texkit.pretrained.names import NameTable
 
 __all__ = ["T5", "t5_name_table"]
 
 _ATTENTION = (("q", "query"), ("k", "key"), ("v", "value"), ("o", "output_dense"))
 
 
-def _row(attribute: str, name: str, layout: str = DENSE) -> Row:
-    return Row(attribute, {HUGGINGFACE: name}, layout)
-
-
-def _attention(texkit: str, hf: str) -> list[Row]:
-    return [_row(f"{texkit}.{mine}.kernel", f"{hf}.{theirs}.weight") for theirs, mine in _ATTENTION]
-
-
-def _feed_forward(texkit: str, hf: str, gated: bool) -> list[Row]:
-    inner = ["wi_0", "wi_1"] if gated else ["wi"]
-    rows = [_row(f"{texkit}.inner.{i}.kernel", f"{hf}.{name}.weight") for i, name in
-            enumerate(inner)]  # fmt: skip
-    return [*rows, _row(f"{texkit}.output_dense.kernel", f"{hf}.wo.weight")]
+def _at(path: str) -> dict[str, str]:
+    return {HUGGINGFACE: path}
 
 
 def t5_name_table(hparams: Mapping) -> list[Row]:
     """T5's rows, from a :class:`~texkit.modules.T5EncoderDecoder` with these hparams."""
-    gated = hparams["feed_forward_proj"].startswith("gated")
-    rows = [_row("shared.embedding", "shared.weight", SAME)]
+    inner = ["wi_0", "wi_1"] if hparams["feed_forward_proj"].startswith("gated") else ["wi"]
+    table = NameTable((HUGGINGFACE,)).weight("shared.embedding", _at("shared"))
     for side, layers in (
         ("encoder", hparams["num_layers"]),
         ("decoder", hparams["num_decoder_layers"] or hparams["num_layers"]),
     ):
-        stack = f"{side}.stack"  # fmt: skip
-        rows.append(_row(
+        stack = f"{side}.stack"
+        table.weight(
             f"{stack}.relative_bias.embeddings",
-            f"{side}.block.0.layer.0.SelfAttention.relative_attention_bias.weight", SAME,
-        ))  # fmt: skip
+            _at(f"{side}.block.0.layer.0.SelfAttention.relative_attention_bias"),
+        )
         for i in range(layers):
             block, hf = f"{stack}.blocks.{i}", f"{side}.block.{i}.layer"
-            rows += _attention(f"{block}.self_attention", f"{hf}.0.SelfAttention")
-            rows.append(_row(f"{block}.self_attention_norm.scale", f"{hf}.0.layer_norm.weight",
-                             SAME))  # fmt: skip
-            ffn = 1
+            attentions = [("self_attention", f"{hf}.0.SelfAttention", f"{hf}.0.layer_norm")]
             if side == "decoder":
-                rows += _attention(f"{block}.cross_attention", f"{hf}.1.EncDecAttention")
-                rows.append(_row(f"{block}.cross_attention_norm.scale",
-                                 f"{hf}.1.layer_norm.weight", SAME))  # fmt: skip
-                ffn = 2
-            rows += _feed_forward(f"{block}.ffn", f"{hf}.{ffn}.DenseReluDense", gated)
-            rows.append(_row(f"{block}.ffn_norm.scale", f"{hf}.{ffn}.layer_norm.weight", SAME))
-        rows.append(_row(f"{stack}.final_norm.scale", f"{side}.final_layer_norm.weight", SAME))
+                attentions.append(
+                    ("cross_attention", f"{hf}.1.EncDecAttention", f"{hf}.1.layer_norm")
+                )
+            for attention, path, norm in attentions:
+                for theirs, mine in _ATTENTION:
+                    table.dense(f"{block}.{attention}.{mine}", _at(f"{path}.{theirs}"), bias=None)
+                table.weight(f"{block}.{attention}_norm.scale", _at(norm))
+            ffn = f"{hf}.{len(attentions)}"
+            for index, name in enumerate(inner):
+                table.dense(f"{block}.ffn.inner.{index}", _at(f"{ffn}.DenseReluDense.{name}"),
+                            bias=None)  # fmt: skip
+            table.dense(f"{block}.ffn.output_dense", _at(f"{ffn}.DenseReluDense.wo"), bias=None)
+            table.weight(f"{block}.ffn_norm.scale", _at(f"{ffn}.layer_norm"))
+        table.weight(f"{stack}.final_norm.scale", _at(f"{side}.final_layer_norm"))
     if not hparams["tie_word_embeddings"]:
-        rows.append(_row("decoder.lm_head.kernel", "lm_head.weight"))
-    return rows
+        table.dense("decoder.lm_head", _at("lm_head"), bias=None)
+    return table.rows
 
 
 def _check_config(config: Mapping[str, Any], source: str) -> None:
@@ -86,7 +78,6 @@ def _check_config(config: Mapping[str, Any], source: str) -> None:
         )
 
 
-_KEYS = tuple(k for k in T5EncoderDecoder.default_hparams() if k != "name")
 _HEADS = ("num_heads", "d_kv")  # the attention's inner size is their product
 
 
@@ -107,27 +98,20 @@ def _stack_sized(side: str, cross: bool) -> tuple:
     return tuple(sized)
 
 
-def _tokenizer(path: str, **kwargs: Any) -> SentencePieceTokenizer:
-    return SentencePieceTokenizer.from_pretrained(path, **{"style": "t5", **kwargs})
-
-
 T5 = register_family(
     Family(
         name="t5",
-        model_types=("t5",),
         module=T5EncoderDecoder,
         formats=(
-            Format(
-                HUGGINGFACE,
-                "config.json",
-                "model.safetensors",
+            huggingface_format(
                 re.compile(r"^(encoder|decoder)\.embed_tokens\.weight$"),  # the shared table
                 re.compile(r"^(shared|encoder|decoder)\."),
             ),
         ),
-        config_keys=_KEYS,
         architecture_keys=tuple(
-            k for k in _KEYS if k not in ("dropout_rate", "initializer_factor")
+            k
+            for k in T5EncoderDecoder.default_hparams()
+            if k not in ("name", "dropout_rate", "initializer_factor")
         ),
         config_defaults={
             "num_decoder_layers": None,
@@ -141,7 +125,7 @@ T5 = register_family(
             "dropout_rate": 0.1,
             "layer_norm_epsilon": 1e-6,
         },
-        rows=lambda hparams, part: t5_name_table(hparams),
+        name_table=lambda hparams, part: t5_name_table(hparams),
         sized=(
             (("vocab_size", "d_model"), "shared.embedding"),
             *_stack_sized("encoder", cross=False),
@@ -153,8 +137,7 @@ T5 = register_family(
         layer_pattern=re.compile(r"^encoder\.block\.(\d+)\."),
         more_layer_counts=(("num_decoder_layers", re.compile(r"^decoder\.block\.(\d+)\.")),),
         check_config=_check_config,
-        tokenizer=_tokenizer,
+        tokenizer=SentencePieceTokenizer,
+        tokenizer_options={"style": "t5"},
     )
 )
-
-registry.register_loader(T5EncoderDecoder, encoder_from_pretrained)
