@@ -40,21 +40,18 @@ class CountingDecoder(DecoderBase):
     def _parts_built(self, memory_shape):
         return True
 
-    def _teacher_forcing(self, inputs, sequence_length, embedding, initial_state, memory,
-                         memory_sequence_length, training):  # fmt: skip
-        logits = tf.one_hot(tf.minimum(inputs + 1, VOCAB - 1), VOCAB)
+    def _teacher_forcing(self, request):
+        logits = tf.one_hot(tf.minimum(request.inputs + 1, VOCAB - 1), VOCAB)
         ids = tf.argmax(logits, -1, output_type=tf.int32)
         return DecoderOutput(logits, ids, tf.one_hot(ids, VOCAB)), (), None
 
-    def _inference(self, embedding, start_tokens, end_token, context, context_sequence_length,
-                   initial_state, memory, memory_sequence_length, max_length, training,
-                   beam_width):  # fmt: skip
-        self.inference_calls.append((max_length, beam_width))
+    def _inference(self, request):
+        self.inference_calls.append((request.max_length, request.beam_width))
 
         def step(token_ids, time, state):
             return tf.one_hot(tf.minimum(token_ids + 1, VOCAB - 1), VOCAB) * 10.0, state
 
-        start = tf.cast(start_tokens, tf.int32)
+        start = tf.cast(request.start_tokens, tf.int32)
         return Inference(step, {"zeros": tf.zeros_like(start)}, start)
 
     def _inference_outputs(self, result):
@@ -173,3 +170,34 @@ def test_an_inference_call_builds_the_decoder_through_build(kind):
     fresh, fresh_args = _decoders()[kind]
     fresh.build((None, None, DIM), memory_shape=None if "memory" not in args else MEMORY.shape)
     assert _unnumbered(decoder.weights) == _unnumbered(fresh.weights)
+
+
+def test_a_new_strategy_is_one_function_and_one_row(monkeypatch):
+    """A strategy added in a test (top-1 sampling) runs through ``decoder(...)`` with its row's
+    checks, and picks at every step the argmax of the teacher-forced logits of its own prefix."""
+    from texkit.modules.decoders.decoding import sample_decode
+    from texkit.modules.decoders.strategies import STRATEGY_TABLE, Strategy, run_inference
+
+    def infer_top1(decoder, request):
+        return run_inference(decoder, request, lambda run, loop: sample_decode(
+            run.step, run.start_tokens, top_k=1, seed=request.seed, **loop))  # fmt: skip
+
+    monkeypatch.setitem(STRATEGY_TABLE, "infer_top1", Strategy(infer_top1, "start"))
+    embedder = WordEmbedder(vocab_size=VOCAB, hparams={"dim": DIM})
+    decoder = TransformerDecoder(output_layer=embedder, hparams={
+        "dim": DIM, "num_blocks": 1, "multihead_attention": {"num_heads": 2},
+        "poswise_feedforward": {"dim": 16}, "cross_attention": False})  # fmt: skip
+    start = tf.constant([1, 3])
+    outputs, _, lengths = decoder(
+        decoding_strategy="infer_top1", embedding=embedder, start_tokens=start, end_token=EOS,
+        max_decoding_length=5,
+    )  # fmt: skip
+    ids = outputs.sample_id.numpy()
+    prefix = tf.concat([start[:, None], ids[:, :-1]], axis=1)
+    forced, _, _ = decoder(inputs=prefix, embedding=embedder)
+    expected = np.argmax(forced.logits.numpy(), -1)
+    for row, length in enumerate(lengths.numpy()):
+        np.testing.assert_array_equal(ids[row, :length], expected[row, :length])
+    with pytest.raises(ValueError, match="sampling_probability is for"):
+        decoder(decoding_strategy="infer_top1", embedding=embedder, start_tokens=start,
+                end_token=EOS, sampling_probability=0.5)  # fmt: skip

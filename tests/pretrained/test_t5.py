@@ -20,8 +20,8 @@ import tensorflow as tf
 from safetensors.numpy import load_file, save_file
 
 import texkit as tx
+from texkit.core.relative_position import relative_position_bucket
 from texkit.modules import T5EncoderDecoder
-from texkit.modules.t5 import relative_position_bucket
 from texkit.pretrained import CheckpointError, load_checkpoint
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "families")

@@ -1,6 +1,7 @@
 """Building blocks shared by texkit's modules."""
 
 from texkit.core import addressing_attention, attention_mechanisms, fused, layers
+from texkit.core.feed_forward import FeedForward
 from texkit.core.layers import (
     MaskedMeanPooling,
     get_activation,
@@ -8,15 +9,23 @@ from texkit.core.layers import (
     get_instance,
     get_layer,
 )
+from texkit.core.normalization import RMSNorm
+from texkit.core.relative_attention import RelativeAttention
+from texkit.core.relative_position import RelativePositionBias, relative_position_bucket
 
 __all__ = [
     "addressing_attention",
     "attention_mechanisms",
     "fused",
     "layers",
+    "FeedForward",
     "MaskedMeanPooling",
+    "RMSNorm",
+    "RelativeAttention",
+    "RelativePositionBias",
     "get_activation",
     "get_initializer",
     "get_instance",
     "get_layer",
+    "relative_position_bucket",
 ]

@@ -194,36 +194,37 @@ class DecoderBlock(TransformerBlock):
         memory_kv: Any,
         memory_mask: Any,
         training: Any,
-        beams: tuple[int, Any] | None = None,
+        beam_width: int | None = None,
+        ancestry: Any = None,
     ) -> tuple[Any, Any]:
         """Queries at steps ``time ..`` against the cache and the projected memory.
 
-        ``beams``: ``(beam_width, ancestry)`` when the rows are beam search's hypotheses over
-        caches that never move (see :meth:`MultiHeadAttention.call_cached_beams`); the memory
-        then has one row per example, not per hypothesis.
+        ``beam_width`` and ``ancestry`` (``[rows, max_length]`` int32): the rows are beam search's
+        hypotheses, ``beam_width`` per example, over caches that never move (see
+        :meth:`MultiHeadAttention.call_cached_beams`); the memory then has one row per example,
+        not per hypothesis. ``None``: one row per sequence.
         """
         new_cache = []
 
         def self_attend(y: Any) -> Any:
-            if beams is None:
+            if beam_width is None:
                 outputs, written = self.self_attention.call_cached(
                     y, cache, time, training=training
                 )
             else:
-                width, ancestry = beams
                 outputs, written = self.self_attention.call_cached_beams(
-                    y, cache, time, ancestry, width
+                    y, cache, time, ancestry, beam_width
                 )
             new_cache.append(written)
             return outputs
 
         def cross_attend(y: Any) -> Any:
-            if beams is None:
+            if beam_width is None:
                 return self.cross_attention.attend(y, memory_kv, memory_mask, training=training)
             # Every hypothesis of an example attends to the example's one memory: its queries
             # go in as that example's queries.
             shape = tf.shape(y)
-            grouped = tf.reshape(y, [-1, beams[0] * shape[1], y.shape[-1]])
+            grouped = tf.reshape(y, [-1, beam_width * shape[1], y.shape[-1]])
             outputs = self.cross_attention.attend(grouped, memory_kv, memory_mask)
             return tf.reshape(outputs, [shape[0], shape[1], outputs.shape[-1]])
 

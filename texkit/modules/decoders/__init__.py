@@ -11,13 +11,12 @@ from texkit.modules.decoders.beam_decoding import (
     gnmt_length_penalty,
     tile_batch,
 )
-from texkit.modules.decoders.decoder_base import DecoderBase
+from texkit.modules.decoders.decode_request import DecodeRequest
+from texkit.modules.decoders.decoder_base import DecoderBase, Inference
 from texkit.modules.decoders.decoding import (
     BeamSearchOutput,
     DecodeResult,
     DecoderOutput,
-    filter_top_k,
-    filter_top_p,
     forced_logits,
     greedy_decode,
     sample_decode,
@@ -29,6 +28,8 @@ from texkit.modules.decoders.feedback_decoding import (
 )
 from texkit.modules.decoders.gpt2_decoder import GPT2Decoder
 from texkit.modules.decoders.rnn_decoders import BasicRNNDecoder
+from texkit.modules.decoders.sampling import filter_top_k, filter_top_p
+from texkit.modules.decoders.t5_decoder import T5Decoder
 from texkit.modules.decoders.transformer_decoder import TransformerDecoder
 
 __all__ = [
@@ -37,10 +38,13 @@ __all__ = [
     "AttentionState",
     "BasicRNNDecoder",
     "BeamSearchOutput",
+    "DecodeRequest",
     "DecodeResult",
     "DecoderBase",
     "DecoderOutput",
     "GPT2Decoder",
+    "Inference",
+    "T5Decoder",
     "TransformerDecoder",
     "beam_search",
     "filter_top_k",

@@ -47,22 +47,33 @@ under ``gumbel_softmax``), see :class:`~texkit.modules.decoders.DecoderOutput`. 
 compiles with ``tf.function(jit_compile=True)``.
 
 ``decoder.beam_search(beam_width, length_penalty, start_tokens, end_token, ...)`` returns a
-:class:`~texkit.modules.decoders.BeamSearchOutput`. The base class owns what is common to every
-decoder: the strategy names and their dispatch, the argument checks (start and end tokens,
-prompts, ``max_decoding_length``, ``beam_width``, ``sampling_probability``), the default decoding
-length, and the calls to the search algorithms of :mod:`texkit.modules.decoders.decoding` and
-:mod:`texkit.modules.decoders.feedback_decoding`. A decoder supplies:
+:class:`~texkit.modules.decoders.BeamSearchOutput`.
+
+The contract. ``call`` and ``beam_search`` build one
+:class:`~texkit.modules.decoders.decode_request.DecodeRequest` from their arguments, check it
+against the strategy's row of the table
+(:data:`~texkit.modules.decoders.strategies.STRATEGY_TABLE`: its function, its ``source``, the
+fields it ``needs``, the ``options`` it takes) and hand it to the row's function, which calls the
+decoder's hooks with the request as their one argument and runs the algorithms of
+:mod:`texkit.modules.decoders.decoding` and :mod:`texkit.modules.decoders.feedback_decoding`. A new
+strategy is one function and one row of that table. The base class owns the strategy names and the
+argument checks (start and end tokens, prompts, ``max_decoding_length``, ``beam_width``, the
+strategy-only options), and the default decoding length. A decoder supplies:
 
 * ``build(inputs_shape, memory_shape)``: creates its weights from the input and memory sizes;
   ``call`` builds it (through ``build``) once those sizes are known;
-* ``_check_memory``: the memory it takes (or refuses);
-* ``_input_size``: the size of one step's input, from the inputs or from the embedding;
-* ``_teacher_forcing``: the whole ``train_greedy`` pass;
-* ``_inference``: an :class:`Inference`: a step function ``step(token_ids, time, state) ->
-  (logits, state)`` with its initial state, and, for the strategies that feed back vectors,
-  ``embed(ids) -> inputs`` and ``embedded_step(inputs, time, state) -> (logits, state)``; the
-  algorithms do the rest;
-* ``_inference_outputs``: the ``(outputs, final_state)`` of a finished decoding.
+* ``_check_memory(memory, memory_sequence_length)``: the memory it takes (or refuses);
+* ``_input_size(inputs, embedding, start_tokens)``: the size of one step's input;
+* ``_teacher_forcing(request)``: the whole ``train_greedy`` pass, ``(outputs, final_state,
+  lengths)``;
+* ``_inference(request)``: an :class:`Inference`: a step function ``step(token_ids, time, state)
+  -> (logits, state)`` with its initial state (for beam search when ``request.beam_width`` is
+  set), and, for the strategies that feed back vectors, ``embed(ids) -> inputs`` and
+  ``embedded_step(inputs, time, state) -> (logits, state)``; the algorithms do the rest;
+* ``_feedback_inference(request)``: the differentiable :class:`Inference` of those strategies
+  (by default ``_inference``'s);
+* ``_inference_outputs(result)``: the ``(outputs, final_state)`` of a finished decoding;
+* ``_decoding(run, request)``: a context entered around a decoding loop (default: nothing).
 """
 
 from __future__ import annotations
@@ -71,32 +82,21 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, NamedTuple
 
+import keras
 import tensorflow as tf
 
 from texkit.configurable import ModuleBase
 from texkit.modules.decoders.beam_decoding import beam_search
-from texkit.modules.decoders.decoding import (
-    BeamSearchOutput,
-    DecodeResult,
-    greedy_decode,
-    sample_decode,
-)
-from texkit.modules.decoders.feedback_decoding import (
-    gumbel_softmax_decode,
-    scheduled_sample_decode,
-)
+from texkit.modules.decoders.decode_request import DecodeRequest
+from texkit.modules.decoders.decoding import BeamSearchOutput, DecodeResult
+from texkit.modules.decoders.strategies import OPTIONS, STRATEGY_TABLE, Strategy
 
 __all__ = ["STRATEGIES", "DecoderBase", "Inference"]
 
-STRATEGIES = (
-    "train_greedy",
-    "train_sample",
-    "scheduled_sampling",
-    "infer_greedy",
-    "infer_sample",
-    "gumbel_softmax",
-)
-_FEEDBACK_TRAINING = ("train_sample", "scheduled_sampling")
+STRATEGIES = tuple(STRATEGY_TABLE)
+
+# beam_search's checks: those of a strategy that decodes from start tokens.
+_BEAM_SEARCH = Strategy(None, "start")  # type: ignore[arg-type]
 
 
 class Inference(NamedTuple):
@@ -136,16 +136,19 @@ def _is_positive_int(value: Any) -> bool:
 
 
 class DecoderBase(ModuleBase):
-    """Base class of the decoders: the call's dispatch and checks; see the module docstring.
+    """Base class of the decoders: the call's checks and dispatch; see the module docstring.
 
     Subclasses set ``self.vocab_size`` and ``self.output_layer`` and have a
     ``max_decoding_length_infer`` hparam. ``ACCEPTS_INITIAL_STATE`` and ``ACCEPTS_CONTEXT`` say
     whether the decoder takes an ``initial_state`` and ``context`` prompts; the call refuses them
-    otherwise, naming the decoder.
+    otherwise, naming the decoder. ``strategy_table`` maps each ``decoding_strategy`` name to its
+    :class:`~texkit.modules.decoders.strategies.Strategy` row (by default the shared
+    :data:`~texkit.modules.decoders.strategies.STRATEGY_TABLE`).
     """
 
     ACCEPTS_INITIAL_STATE: ClassVar[bool] = False
     ACCEPTS_CONTEXT: ClassVar[bool] = False
+    strategy_table: ClassVar[dict[str, Strategy]] = STRATEGY_TABLE
 
     # --- what a decoder supplies ----------------------------------------------------------------
 
@@ -159,36 +162,28 @@ class DecoderBase(ModuleBase):
         """The size of one step's input (``None`` if the decoder's weights do not depend on it)."""
         return None
 
-    def _teacher_forcing(self, inputs: Any, sequence_length: Any, embedding: Any,
-                         initial_state: Any, memory: Any, memory_sequence_length: Any,
-                         training: Any) -> tuple[Any, Any, Any]:  # fmt: skip
+    def _teacher_forcing(self, request: DecodeRequest) -> tuple[Any, Any, Any]:
+        """``train_greedy``: ``(outputs, final_state, lengths)`` over ``request.inputs``."""
         raise NotImplementedError
 
-    def _inference(self, embedding: Any, start_tokens: Any, end_token: Any, context: Any,
-                   context_sequence_length: Any, initial_state: Any, memory: Any,
-                   memory_sequence_length: Any, max_length: int, training: Any,
-                   beam_width: int | None) -> Inference:  # fmt: skip
+    def _inference(self, request: DecodeRequest) -> Inference:
+        """The :class:`Inference` of a decoding from ``request.start_tokens`` (or its prompts);
+        beam search's when ``request.beam_width`` is set."""
         raise NotImplementedError
 
-    def _feedback_inference(self, embedding: Any, start_tokens: Any, end_token: Any,
-                            context: Any, context_sequence_length: Any, initial_state: Any,
-                            memory: Any, memory_sequence_length: Any, max_length: int,
-                            training: Any) -> Inference:  # fmt: skip
+    def _feedback_inference(self, request: DecodeRequest) -> Inference:
         """The :class:`Inference` of the strategies that feed back vectors (``train_sample``,
         ``scheduled_sampling``, ``gumbel_softmax``), with ``embed`` and ``embedded_step``; they
         train through it, so its step must be differentiable. By default, ``_inference``'s."""
-        return self._inference(
-            embedding, start_tokens, end_token, context, context_sequence_length, initial_state,
-            memory, memory_sequence_length, max_length, training, None,
-        )  # fmt: skip
+        return self._inference(request)
 
     def _inference_outputs(self, result: DecodeResult) -> tuple[Any, Any]:
         """``(outputs, final_state)`` of a greedy or sampling decode."""
         raise NotImplementedError
 
     @contextlib.contextmanager
-    def _decoding(self, run: Inference, embedding: Any, training: Any) -> Iterator[None]:
-        """Entered around a greedy or sampling loop (a recurrent cell draws its dropout masks)."""
+    def _decoding(self, run: Inference, request: DecodeRequest) -> Iterator[None]:
+        """Entered around a decoding loop (a recurrent cell draws its dropout masks)."""
         yield
 
     # --- building -------------------------------------------------------------------------------
@@ -203,32 +198,25 @@ class DecoderBase(ModuleBase):
     def _parts_built(self, memory_shape: Any) -> bool:
         raise NotImplementedError
 
-    def _start_inference(self, embedding: Any, start_tokens: Any, end_token: Any, context: Any,
-                         context_sequence_length: Any, initial_state: Any, memory: Any,
-                         memory_sequence_length: Any, max_length: int, training: Any,
-                         beam_width: int | None, feedback: bool = False) -> Inference:  # fmt: skip
+    def _start_inference(self, request: DecodeRequest, feedback: bool = False) -> Inference:
         """Builds the decoder if the call could not yet (the step input's size comes from
         embedding the first tokens), then asks it for its :class:`Inference` (``feedback``: the
         one of the strategies that feed back vectors)."""
-        first = start_tokens if context is None else tf.convert_to_tensor(context)[:, 0]
-        self._ensure_built(self._input_size(None, embedding, first), memory)
-        if feedback:
-            run = self._feedback_inference(
-                embedding, start_tokens, end_token, context, context_sequence_length,
-                initial_state, memory, memory_sequence_length, max_length, training,
-            )  # fmt: skip
-            if run.embed is None or run.embedded_step is None:
-                raise ValueError(
-                    f"{self.name}: the strategies that feed back embeddings need an Inference "
-                    "with embed and embedded_step"
-                )
-            return run
-        return self._inference(
-            embedding, start_tokens, end_token, context, context_sequence_length, initial_state,
-            memory, memory_sequence_length, max_length, training, beam_width,
-        )  # fmt: skip
+        first = request.start_tokens
+        if request.context is not None:
+            first = tf.convert_to_tensor(request.context)[:, 0]
+        self._ensure_built(self._input_size(None, request.embedding, first), request.memory)
+        if not feedback:
+            return self._inference(request)
+        run = self._feedback_inference(request)
+        if run.embed is None or run.embedded_step is None:
+            raise ValueError(
+                f"{self.name}: the strategies that feed back embeddings need an Inference "
+                "with embed and embedded_step"
+            )
+        return run
 
-    # --- memory ---------------------------------------------------------------------------------
+    # --- memory and sizes -----------------------------------------------------------------------
 
     def _as_memory(self, memory: Any) -> Any:
         """``memory`` as a ``[batch, memory_time, dim]`` tensor in the compute dtype, checked."""
@@ -240,7 +228,39 @@ class DecoderBase(ModuleBase):
             )
         return memory
 
-    # --- the call -------------------------------------------------------------------------------
+    def _dense_output(self, vocab_size: Any, use_bias: bool) -> keras.layers.Dense:
+        """A ``Dense(vocab_size)`` output layer, ``vocab_size`` checked."""
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
+            raise ValueError(
+                f"{self.name}: vocab_size must be a positive int (or give output_layer), got "
+                f"{vocab_size!r}"
+            )
+        return keras.layers.Dense(
+            vocab_size, use_bias=use_bias, name="output_layer", dtype=self.dtype_policy
+        )
+
+    def _embed_ids(self, embedding: Any, ids: Any) -> Any:
+        """``ids`` looked up in ``embedding`` (a layer or a callable, or a ``[vocab, dim]``
+        matrix)."""
+        if embedding is None:
+            raise ValueError(f"{self.name}: token ids need `embedding` (ids -> vectors)")
+        if callable(embedding):
+            return embedding(ids)
+        return tf.gather(embedding, ids)
+
+    def _logits_size(self) -> int | None:
+        if self.vocab_size is not None:
+            return self.vocab_size
+        return getattr(self.output_layer, "units", None)
+
+    def _embedding_matrix(self, embed: Callable[[Any], Any]) -> Any:
+        """``[vocab_size, dim]``: the step input of every token (what soft samples weigh)."""
+        vocab_size = self._logits_size()
+        if vocab_size is None:
+            raise ValueError(f"{self.name}: gumbel_softmax needs a known vocab_size")
+        return embed(tf.range(vocab_size))
+
+    # --- the checks -----------------------------------------------------------------------------
 
     def _max_length(self, max_decoding_length: Any) -> int:
         if max_decoding_length is None:
@@ -252,26 +272,66 @@ class DecoderBase(ModuleBase):
             )
         return max_decoding_length
 
-    def _check_inference_arguments(
-        self, what: str, start_tokens: Any, end_token: Any, context: Any, initial_state: Any
-    ) -> None:
+    def _strategy(self, name: str) -> Strategy:
+        if name not in self.strategy_table:
+            raise ValueError(
+                f"{self.name}: decoding_strategy must be one of {tuple(self.strategy_table)}, "
+                f"got {name!r}"
+            )
+        return self.strategy_table[name]
+
+    def _check_options(self, row: Strategy, request: DecodeRequest) -> None:
+        """The strategy-only arguments (``OPTIONS``): given only to a row that takes them."""
+        if not isinstance(request.straight_through, bool):
+            raise ValueError(f"{self.name}: straight_through must be a bool, got "
+                             f"{request.straight_through!r}")  # fmt: skip
+        for name, absent in OPTIONS.items():
+            if getattr(request, name) is not absent and name not in row.options:
+                takers = [k for k, other in self.strategy_table.items() if name in other.options]
+                raise ValueError(
+                    f"{self.name}: {name} is for decoding_strategy="
+                    f"{' or '.join(map(repr, takers))}, got it with {request.strategy!r}"
+                )
+        for name in row.needs:
+            if getattr(request, name) is None:
+                raise ValueError(f"{self.name}: {request.strategy} needs {name}")
+
+    def _check_start(self, request: DecodeRequest) -> None:
+        """The arguments of a decoding from start tokens or prompts."""
+        what, context = request.strategy, request.context
         if not self.ACCEPTS_CONTEXT:
             if context is not None:
                 raise ValueError(f"{self.name}: takes no context (prompts); give start_tokens")
-            if start_tokens is None or end_token is None:
+            if request.start_tokens is None or request.end_token is None:
                 raise ValueError(f"{self.name}: {what} needs start_tokens and end_token")
         else:
-            if end_token is None:
+            if request.end_token is None:
                 raise ValueError(f"{self.name}: {what} needs end_token")
-            if (start_tokens is None) == (context is None):
+            if (request.start_tokens is None) == (context is None):
                 raise ValueError(f"{self.name}: give exactly one of start_tokens and context")
-        if initial_state is not None and not self.ACCEPTS_INITIAL_STATE:
-            raise ValueError(f"{self.name}: takes no initial_state (it has no recurrent state)")
 
-    def _logits_size(self) -> int | None:
-        if self.vocab_size is not None:
-            return self.vocab_size
-        return getattr(self.output_layer, "units", None)
+    def _checked(
+        self, row: Strategy, request: DecodeRequest, max_decoding_length: Any
+    ) -> DecodeRequest:
+        """``request`` checked against its strategy's row, with the decoder's memory and (for a
+        decoding from start tokens) the decoding length."""
+        if row.run is not None:
+            self._check_options(row, request)
+        memory = self._check_memory(request.memory, request.memory_sequence_length)
+        if request.initial_state is not None and not self.ACCEPTS_INITIAL_STATE:
+            raise ValueError(f"{self.name}: takes no initial_state (it has no recurrent state)")
+        max_length = None
+        if row.source == "inputs":
+            if request.context is not None:
+                raise ValueError(f"{self.name}: {request.strategy} takes no context; give inputs")
+        else:
+            self._check_start(request)
+            max_length = self._max_length(max_decoding_length)
+        return request._replace(
+            memory=memory[0], memory_sequence_length=memory[1], max_length=max_length
+        )
+
+    # --- the calls ------------------------------------------------------------------------------
 
     def call(
         self,
@@ -295,138 +355,15 @@ class DecoderBase(ModuleBase):
         straight_through: bool = False,
         training: Any = None,
     ) -> tuple[Any, Any, Any]:
-        if decoding_strategy not in STRATEGIES:
-            raise ValueError(
-                f"{self.name}: decoding_strategy must be one of {STRATEGIES}, got "
-                f"{decoding_strategy!r}"
-            )
-        self._check_strategy_arguments(decoding_strategy, sampling_probability, straight_through)
-        memory, memory_sequence_length = self._check_memory(memory, memory_sequence_length)
-        if decoding_strategy == "train_greedy" or decoding_strategy in _FEEDBACK_TRAINING:
-            if initial_state is not None and not self.ACCEPTS_INITIAL_STATE:
-                raise ValueError(f"{self.name}: takes no initial_state (it has no recurrent state)")
-            if context is not None:
-                raise ValueError(f"{self.name}: {decoding_strategy} takes no context; give inputs")
-            if decoding_strategy != "train_greedy":
-                if inputs is None:
-                    raise ValueError(f"{self.name}: {decoding_strategy} needs `inputs`")
-                return self._feedback_training(
-                    inputs, sequence_length, embedding, initial_state, memory,
-                    memory_sequence_length, sampling_probability, softmax_temperature, top_k,
-                    top_p, seed, training,
-                )  # fmt: skip
-            self._ensure_built(self._input_size(inputs, embedding, None), memory)
-            return self._teacher_forcing(
-                inputs, sequence_length, embedding, initial_state, memory,
-                memory_sequence_length, training,
-            )  # fmt: skip
-        self._check_inference_arguments(
-            decoding_strategy, start_tokens, end_token, context, initial_state
-        )
-        max_length = self._max_length(max_decoding_length)
-        run = self._start_inference(
-            embedding, start_tokens, end_token, context, context_sequence_length, initial_state,
-            memory, memory_sequence_length, max_length, training, None,
-            feedback=decoding_strategy == "gumbel_softmax",
+        """Runs ``decoding_strategy`` (a row of ``strategy_table``); see the module docstring."""
+        row = self._strategy(decoding_strategy)
+        request = DecodeRequest(
+            decoding_strategy, inputs, sequence_length, memory, memory_sequence_length,
+            initial_state, embedding, start_tokens, end_token, context, context_sequence_length,
+            None, softmax_temperature, top_k, top_p, seed, sampling_probability,
+            straight_through, training=training,
         )  # fmt: skip
-        common = {
-            "vocab_size": self._logits_size(),
-            "freeze_state": run.freeze_state,
-            "start_time": run.start_time,
-            "forced_ids": run.forced_ids,
-        }
-        with self._decoding(run, embedding, training):
-            if decoding_strategy == "infer_greedy":
-                result = greedy_decode(
-                    run.step, run.start_tokens, end_token, max_length, run.state, **common
-                )
-            elif decoding_strategy == "infer_sample":
-                result = sample_decode(
-                    run.step, run.start_tokens, end_token, max_length, run.state,
-                    softmax_temperature=softmax_temperature, top_k=top_k, top_p=top_p, seed=seed,
-                    **common,
-                )  # fmt: skip
-            else:
-                result = gumbel_softmax_decode(
-                    run.embedded_step, run.embed(run.start_tokens),
-                    self._embedding_matrix(run.embed),
-                    run.start_tokens, end_token, max_length, run.state,
-                    softmax_temperature=softmax_temperature, straight_through=straight_through,
-                    seed=seed, **common,
-                )  # fmt: skip
-        outputs, final_state = self._inference_outputs(result)
-        return outputs, final_state, result.lengths
-
-    # --- the strategies that feed back the decoder's own choices --------------------------------
-
-    def _check_strategy_arguments(
-        self, strategy: str, sampling_probability: Any, straight_through: Any
-    ) -> None:
-        if strategy == "scheduled_sampling":
-            if sampling_probability is None:
-                raise ValueError(f"{self.name}: scheduled_sampling needs sampling_probability")
-        elif sampling_probability is not None:
-            raise ValueError(
-                f"{self.name}: sampling_probability is for decoding_strategy="
-                f"'scheduled_sampling', got it with {strategy!r}"
-            )
-        if not isinstance(straight_through, bool):
-            raise ValueError(f"{self.name}: straight_through must be a bool, got "
-                             f"{straight_through!r}")  # fmt: skip
-        if straight_through and strategy != "gumbel_softmax":
-            raise ValueError(
-                f"{self.name}: straight_through is for decoding_strategy='gumbel_softmax', got it "
-                f"with {strategy!r}"
-            )
-
-    def _embedding_matrix(self, embed: Callable[[Any], Any]) -> Any:
-        """``[vocab_size, dim]``: the step input of every token (what soft samples weigh)."""
-        vocab_size = self._logits_size()
-        if vocab_size is None:
-            raise ValueError(f"{self.name}: gumbel_softmax needs a known vocab_size")
-        return embed(tf.range(vocab_size))
-
-    def _feedback_training(self, inputs: Any, sequence_length: Any, embedding: Any,
-                           initial_state: Any, memory: Any, memory_sequence_length: Any,
-                           sampling_probability: Any, softmax_temperature: Any, top_k: int,
-                           top_p: float, seed: Any,
-                           training: Any) -> tuple[Any, Any, Any]:  # fmt: skip
-        """``train_sample`` and ``scheduled_sampling``: the inference machinery (step, state)
-        for the ground truth's length, run by
-        :func:`~texkit.modules.decoders.feedback_decoding.scheduled_sample_decode`."""
-        strategy = "train_sample" if sampling_probability is None else "scheduled_sampling"
-        inputs = tf.convert_to_tensor(inputs)
-        if inputs.shape.rank not in (2, 3) or (inputs.shape.rank == 2) != inputs.dtype.is_integer:
-            raise ValueError(
-                f"{self.name}: {strategy} needs inputs of token ids [batch, time] or embeddings "
-                f"[batch, time, dim], got shape {tuple(inputs.shape)} ({inputs.dtype.name})"
-            )
-        max_length = inputs.shape[1]
-        if max_length is None:
-            raise ValueError(
-                f"{self.name}: {strategy} needs inputs with a static time dimension (its buffers "
-                "are preallocated to it)"
-            )
-        if inputs.dtype.is_integer:
-            start_tokens = tf.cast(inputs[:, 0], tf.int32)
-        else:  # only the batch size matters: the first step is fed inputs[:, 0]
-            start_tokens = tf.zeros(tf.shape(inputs)[:1], tf.int32)
-        run = self._start_inference(
-            embedding, start_tokens, None, None, None, initial_state, memory,
-            memory_sequence_length, max_length, training, None, feedback=True,
-        )  # fmt: skip
-        embed = run.embed
-        if inputs.dtype.is_integer:
-            inputs = embed(inputs)
-        with self._decoding(run, embedding, training):
-            result = scheduled_sample_decode(
-                run.embedded_step, embed, inputs, sequence_length, run.state,
-                sampling_probability=sampling_probability,
-                softmax_temperature=softmax_temperature, top_k=top_k, top_p=top_p, seed=seed,
-                vocab_size=self._logits_size(), freeze_state=run.freeze_state,
-            )  # fmt: skip
-        outputs, final_state = self._inference_outputs(result)
-        return outputs, final_state, result.lengths
+        return row.run(self, self._checked(row, request, max_decoding_length))
 
     def beam_search(
         self,
@@ -448,33 +385,27 @@ class DecoderBase(ModuleBase):
         Args:
             beam_width: hypotheses kept per example.
             length_penalty: the GNMT ``alpha`` (0: plain log-probabilities).
-            start_tokens: ``[batch]`` int tokens fed first (or ``context`` prompts, for a
-                decoder that takes them).
-            end_token: the int token that ends a hypothesis.
+            start_tokens, end_token: ``[batch]`` first tokens (or ``context`` prompts, for a
+                decoder that takes them) and the int token that ends a hypothesis.
             max_decoding_length: a Python int (``None``: ``max_decoding_length_infer``).
-            embedding: ids -> vectors (a ``WordEmbedder`` or a ``[vocab, dim]`` matrix).
-            memory, memory_sequence_length: what the decoder attends to.
-            initial_state: a recurrent decoder's state (zeros when ``None``).
+            embedding, memory, memory_sequence_length, initial_state: as in the call.
             context, context_sequence_length: prompts, as in the call.
 
         Returns:
             :class:`~texkit.modules.decoders.BeamSearchOutput`: ``ids [batch, beam_width,
-            max_decoding_length]``, ``scores [batch, beam_width]``, ``lengths [batch,
-            beam_width]``, best first.
+            max_decoding_length]``, ``scores`` and ``lengths [batch, beam_width]``, best first.
         """
         if not _is_positive_int(beam_width):
             raise ValueError(f"{self.name}: beam_width must be a positive int, got {beam_width!r}")
-        self._check_inference_arguments(
-            "beam_search", start_tokens, end_token, context, initial_state
-        )
-        memory, memory_sequence_length = self._check_memory(memory, memory_sequence_length)
-        max_length = self._max_length(max_decoding_length)
-        run = self._start_inference(
-            embedding, start_tokens, end_token, context, context_sequence_length, initial_state,
-            memory, memory_sequence_length, max_length, False, beam_width,
+        request = DecodeRequest(
+            "beam_search", None, None, memory, memory_sequence_length, initial_state, embedding,
+            start_tokens, end_token, context, context_sequence_length, beam_width=beam_width,
+            length_penalty=length_penalty, training=False,
         )  # fmt: skip
+        request = self._checked(_BEAM_SEARCH, request, max_decoding_length)
+        run = self._start_inference(request)
         return beam_search(
-            run.step, run.start_tokens, end_token, max_length, run.state, beam_width,
+            run.step, run.start_tokens, end_token, request.max_length, run.state, beam_width,
             length_penalty, start_time=run.start_time, forced_ids=run.forced_ids,
             reorder_state=run.reorder_state,
         )  # fmt: skip

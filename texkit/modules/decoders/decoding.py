@@ -27,11 +27,19 @@ log-probability, and must not hold ``end_token``.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import tensorflow as tf
+
+# filter_top_k and filter_top_p live in texkit.modules.decoders.sampling; imported here too, so
+# that their old import path still works.
+from texkit.modules.decoders.sampling import (  # noqa: F401
+    filter_top_k,
+    filter_top_p,
+    is_int,
+    sample_choice,
+)
 
 __all__ = [
     "Step",
@@ -40,20 +48,15 @@ __all__ = [
     "DecoderOutput",
     "batch_size_of",
     "decode_loop",
-    "filter_top_k",
-    "filter_top_p",
     "forced_logits",
     "greedy_choice",
     "greedy_decode",
     "one_hot_samples",
-    "sample_choice",
     "sample_decode",
     "where_batch",
 ]
 
 Step = Callable[[Any, Any, Any], tuple[Any, Any]]
-
-NEG_INF = float("-inf")
 
 # The logit of every token but the forced one at a forced step: exp() underflows to exactly 0, so
 # the forced token has probability 1 and log-probability 0 under every algorithm.
@@ -117,10 +120,6 @@ class BeamSearchOutput(NamedTuple):
     lengths: Any
 
 
-def is_int(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
 def check_length(max_decoding_length: Any) -> int:
     if not is_int(max_decoding_length):
         raise ValueError(
@@ -130,31 +129,6 @@ def check_length(max_decoding_length: Any) -> int:
     if max_decoding_length < 1:
         raise ValueError(f"max_decoding_length must be positive, got {max_decoding_length}")
     return int(max_decoding_length)
-
-
-def check_temperature(softmax_temperature: Any) -> None:
-    """A temperature must be positive; a tensor is checked when its value is static."""
-    value = softmax_temperature
-    if isinstance(value, (tf.Tensor, tf.Variable)):
-        value = tf.get_static_value(value)
-        if value is None:
-            return
-    if not (isinstance(value, numbers.Real) or hasattr(value, "dtype")) or not value > 0:
-        raise ValueError(f"softmax_temperature must be positive, got {softmax_temperature!r}")
-
-
-def seed_tensor(seed: Any) -> Any:
-    """A ``[2]`` int32 seed for the stateless samplers from an int, a pair, or ``None``."""
-    if seed is None:
-        return tf.random.uniform([2], maxval=tf.int32.max, dtype=tf.int32)
-    if is_int(seed):
-        if not 0 <= seed < 2**31:
-            raise ValueError(f"seed must be in [0, 2**31), got {seed}")
-        return tf.constant([int(seed), 0], tf.int32)
-    seed = tf.cast(tf.convert_to_tensor(seed), tf.int32)
-    if seed.shape.rank != 1 or seed.shape[0] != 2:
-        raise ValueError(f"seed must be an int or a [2] int tensor, got shape {seed.shape}")
-    return seed
 
 
 def batch_size_of(tokens: Any) -> Any:
@@ -168,48 +142,14 @@ def where_batch(condition: Any, x: Any, y: Any) -> Any:
     return tf.where(condition, x, y)
 
 
-def _check_top_k(top_k: Any) -> None:
-    if not is_int(top_k) or top_k < 0:
-        raise ValueError(f"top_k must be a non-negative int, got {top_k!r}")
+def select_rows(condition: Any, x: Any, y: Any) -> Any:
+    """:func:`where_batch` over every tensor of the structures ``x`` and ``y`` (a loop state)."""
+    return tf.nest.map_structure(lambda a, b: where_batch(condition, a, b), x, y)
 
 
-def _check_top_p(top_p: Any) -> None:
-    if not 0.0 < top_p <= 1.0:
-        raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
-
-
-def filter_top_k(logits: Any, top_k: int) -> Any:
-    """``logits`` with all but the ``top_k`` largest of each row set to ``-inf`` (0: no filter).
-
-    Ties with the ``top_k``-th largest value are kept.
-    """
-    _check_top_k(top_k)
-    if top_k == 0:
-        return logits
-    top_k = min(int(top_k), logits.shape[-1] or int(top_k))
-    kth = tf.math.top_k(logits, k=top_k).values[..., -1:]
-    return tf.where(logits < kth, tf.cast(NEG_INF, logits.dtype), logits)
-
-
-def filter_top_p(logits: Any, top_p: float) -> Any:
-    """Nucleus filtering (Holtzman et al., 2020): keeps the most likely tokens up to the first
-    whose cumulative probability mass reaches ``top_p``, sets the other logits to ``-inf``.
-
-    A token is kept when the mass of the tokens more likely than it is below ``top_p``, so the
-    most likely token always stays and, without ties, the kept set is the smallest one whose mass
-    reaches ``top_p``. Tokens tied with the last kept one are kept too, and the masses are summed
-    in float32, so at an exact boundary rounding may keep one more token. ``top_p >= 1`` keeps
-    everything.
-    """
-    _check_top_p(top_p)
-    if top_p >= 1.0:
-        return logits
-    logits = tf.cast(logits, tf.float32)
-    ordered = tf.sort(logits, axis=-1, direction="DESCENDING")
-    mass_before = tf.math.cumsum(tf.nn.softmax(ordered, axis=-1), axis=-1, exclusive=True)
-    kept = tf.where(mass_before < top_p, ordered, tf.cast(float("inf"), tf.float32))
-    threshold = tf.reduce_min(kept, axis=-1, keepdims=True)
-    return tf.where(logits < threshold, NEG_INF, logits)
+def zero_where(condition: Any, x: Any) -> Any:
+    """``x`` with the rows where ``condition`` (``[batch]``) holds set to zeros."""
+    return where_batch(condition, tf.zeros_like(x), x)
 
 
 def forced_logits(tokens: Any, vocab_size: Any) -> Any:
@@ -252,6 +192,45 @@ def one_hot_samples(sample_id: Any, vocab_size: Any, valid: Any) -> Any:
     return tf.where(valid[:, :, None], one_hot, 0.0)
 
 
+def full_lengths(sequence_length: Any, inputs: Any) -> Any:
+    """``sequence_length`` as int32, or every row's full length ``inputs.shape[1]`` if ``None``."""
+    if sequence_length is None:
+        return tf.fill([batch_size_of(inputs)], tf.shape(inputs)[1])
+    return tf.cast(sequence_length, tf.int32)
+
+
+def teacher_forced_outputs(logits: Any, sequence_length: Any) -> tuple[Any, Any, Any]:
+    """``(logits, sample_id, soft_sample)`` of a teacher-forced pass over ``logits [batch, time,
+    vocab]``: zeros past each row's ``sequence_length``, the argmax as ``sample_id``."""
+    valid = tf.sequence_mask(sequence_length, tf.shape(logits)[1])
+    logits = tf.where(valid[:, :, None], logits, 0.0)
+    sample_id = tf.where(valid, tf.argmax(logits, axis=-1, output_type=tf.int32), 0)
+    return logits, sample_id, one_hot_samples(sample_id, tf.shape(logits)[-1], valid)
+
+
+def step_buffers(rows: int | None, vocab_size: int | None, size: int, soft: bool = False) -> dict:
+    """The loops' output buffers: TensorArrays of ``size`` steps of ``ids [rows]`` and ``logits
+    [rows, vocab_size]`` (and ``soft``, like the logits). Written in place, both by TensorFlow's
+    kernels and by XLA (a tensor updated with a scatter would be copied whole at every step
+    without XLA); steps never written stack as zeros."""
+    per_step = tf.TensorShape([rows, vocab_size])
+    buffers = {
+        "ids": tf.TensorArray(tf.int32, size=size, element_shape=tf.TensorShape([rows])),
+        "logits": tf.TensorArray(tf.float32, size=size, element_shape=per_step),
+    }
+    if soft:
+        buffers["soft"] = tf.TensorArray(tf.float32, size=size, element_shape=per_step)
+    return buffers
+
+
+def stacked(buffers: dict) -> dict:
+    """The buffers of :func:`step_buffers` as batch-major ``[rows, steps, ...]`` tensors."""
+    return {
+        name: tf.transpose(array.stack(), (1, 0, 2) if name != "ids" else (1, 0))
+        for name, array in buffers.items()
+    }
+
+
 def decode_loop(
     step: Step,
     choose: Callable[[Any, Any], Any],
@@ -278,57 +257,27 @@ def decode_loop(
     start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
     end_token = tf.cast(end_token, tf.int32)
     batch = batch_size_of(start_tokens)
-    rows = start_tokens.shape[0]
 
     def body(time, fed, finished, lengths, buffers, state):
         logits, new_state = step(fed, time, state)
         logits = tf.cast(logits, tf.float32)
-        if feed is None:
-            chosen, soft = choose(logits, time), None
-        else:
-            chosen, soft = choose(logits, time)
+        chosen, soft = choose(logits, time) if feed is not None else (choose(logits, time), None)
         chosen = tf.where(finished, end_token, tf.cast(chosen, tf.int32))
-        written = {
-            "ids": buffers["ids"].write(time, chosen),
-            "logits": buffers["logits"].write(
-                time, where_batch(finished, tf.zeros_like(logits), logits)
-            ),
-        }
+        records = {"ids": chosen, "logits": zero_where(finished, logits)}
         if soft is not None:
-            soft = tf.cast(soft, tf.float32)
-            written["soft"] = buffers["soft"].write(
-                time, where_batch(finished, tf.zeros_like(soft), soft)
-            )
+            records["soft"] = zero_where(finished, tf.cast(soft, tf.float32))
+        written = {name: buffers[name].write(time, value) for name, value in records.items()}
         if freeze_state:
-            new_state = tf.nest.map_structure(
-                lambda new, old: where_batch(finished, old, new), new_state, state
-            )
+            new_state = select_rows(finished, state, new_state)
         lengths = tf.where(finished, lengths, time + 1)
         finished = tf.logical_or(finished, tf.equal(chosen, end_token))
         fed = chosen if feed is None else tf.cast(feed(chosen, soft), fed.dtype)
         return time + 1, fed, finished, lengths, written, new_state
 
-    # TensorArrays of max_length steps: written in place, both by TensorFlow's kernels and by XLA
-    # (a tensor updated with a scatter would be copied whole at every step without XLA). Steps
-    # never written (after every sequence has ended) stack as zeros.
-    buffers = {
-        "ids": tf.TensorArray(tf.int32, size=max_length, element_shape=tf.TensorShape([rows])),
-        "logits": tf.TensorArray(
-            tf.float32, size=max_length, element_shape=tf.TensorShape([rows, vocab_size])
-        ),
-    }
-    if feed is not None:
-        buffers["soft"] = tf.TensorArray(
-            tf.float32, size=max_length, element_shape=tf.TensorShape([rows, vocab_size])
-        )
-    loop_vars = (
-        start_time,
-        start_tokens if feed is None else start_inputs,
-        tf.zeros([batch], tf.bool),
-        tf.fill([batch], start_time),
-        buffers,
-        initial_state,
-    )
+    fed = start_tokens if feed is None else start_inputs
+    buffers = step_buffers(start_tokens.shape[0], vocab_size, max_length, soft=feed is not None)
+    loop_vars = (start_time, fed, tf.zeros([batch], tf.bool), tf.fill([batch], start_time),
+                 buffers, initial_state)  # fmt: skip
     steps, _, _, lengths, buffers, state = tf.while_loop(
         lambda time, _fed, finished, *_: tf.logical_and(
             time < max_length, tf.logical_not(tf.reduce_all(finished))
@@ -337,50 +286,26 @@ def decode_loop(
         loop_vars,
         maximum_iterations=max_length,
     )
+    out = stacked(buffers)
     written = tf.range(max_length)[None, :] < steps
-    sample_id = tf.where(written, tf.transpose(buffers["ids"].stack()), end_token)
-    logits = tf.transpose(buffers["logits"].stack(), (1, 0, 2))
-    depth = tf.shape(logits)[-1] if vocab_size is None else vocab_size
-    if feed is not None:
-        soft = tf.transpose(buffers["soft"].stack(), (1, 0, 2))
+    out["ids"] = tf.where(written, out["ids"], end_token)
+    depth = tf.shape(out["logits"])[-1] if vocab_size is None else vocab_size
     if forced_ids is not None:
-        sample_id = with_forced_steps(sample_id, forced_ids, start_time, lambda ids: ids)
-        logits = with_forced_steps(
-            logits, forced_ids, start_time, lambda ids: forced_logits(ids, depth)
-        )
-        if feed is not None:
-            soft = with_forced_steps(
-                soft, forced_ids, start_time, lambda ids: tf.one_hot(ids, depth)
-            )
+        fills = {"ids": lambda ids: ids, "logits": lambda ids: forced_logits(ids, depth),
+                 "soft": lambda ids: tf.one_hot(ids, depth)}  # fmt: skip
+        out = {
+            name: with_forced_steps(value, forced_ids, start_time, fills[name])
+            for name, value in out.items()
+        }
     if feed is None:
-        soft = one_hot_samples(sample_id, depth, tf.range(max_length)[None, :] < lengths[:, None])
-    return DecodeResult(
-        sample_id=sample_id, logits=logits, lengths=lengths, final_state=state, soft_sample=soft
-    )
+        valid = tf.range(max_length)[None, :] < lengths[:, None]
+        out["soft"] = one_hot_samples(out["ids"], depth, valid)
+    return DecodeResult(out["ids"], out["logits"], lengths, state, out["soft"])
 
 
 def greedy_choice(logits: Any, time: Any = None) -> Any:
     """The most likely token of each row of ``logits``."""
     return tf.argmax(logits, axis=-1, output_type=tf.int32)
-
-
-def sample_choice(
-    softmax_temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: Any = None
-) -> Callable[[Any, Any], Any]:
-    """``choose(logits, time) -> ids``: a token drawn from ``softmax(logits /
-    softmax_temperature)`` restricted to the ``top_k`` and the top-``top_p`` tokens, with a seed
-    folded with ``time`` (see :func:`sample_decode`). Checks the arguments at once."""
-    check_temperature(softmax_temperature)
-    _check_top_k(top_k)  # before tracing the loop
-    _check_top_p(top_p)
-    seed = seed_tensor(seed)
-
-    def choose(logits: Any, time: Any) -> Any:
-        logits = filter_top_p(filter_top_k(logits / softmax_temperature, top_k), top_p)
-        step_seed = tf.random.experimental.stateless_fold_in(seed, time)
-        return tf.random.stateless_categorical(logits, 1, step_seed, dtype=tf.int32)[:, 0]
-
-    return choose
 
 
 def greedy_decode(
@@ -414,17 +339,9 @@ def greedy_decode(
             the module docstring); ``start_tokens`` are then fed at ``start_time``.
     """
     return decode_loop(
-        step,
-        greedy_choice,
-        start_tokens,
-        end_token,
-        max_decoding_length,
-        initial_state,
-        vocab_size,
-        freeze_state,
-        start_time,
-        forced_ids,
-    )
+        step, greedy_choice, start_tokens, end_token, max_decoding_length, initial_state,
+        vocab_size, freeze_state, start_time, forced_ids,
+    )  # fmt: skip
 
 
 def sample_decode(
@@ -458,14 +375,6 @@ def sample_decode(
     """
     choose = sample_choice(softmax_temperature, top_k, top_p, seed)
     return decode_loop(
-        step,
-        choose,
-        start_tokens,
-        end_token,
-        max_decoding_length,
-        initial_state,
-        vocab_size,
-        freeze_state,
-        start_time,
-        forced_ids,
-    )
+        step, choose, start_tokens, end_token, max_decoding_length, initial_state, vocab_size,
+        freeze_state, start_time, forced_ids,
+    )  # fmt: skip

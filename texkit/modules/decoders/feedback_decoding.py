@@ -13,7 +13,13 @@ gradient flows through the sample into the decoder and the embedding.
   ground truth's length; at each step, with probability ``sampling_probability``, the next input
   is a token sampled from the step's softmax instead of the next ground-truth input (Texar's
   ``ScheduledEmbeddingTrainingHelper``); without a probability it always samples
-  (``train_sample``).
+  (``train_sample``). Step ``t`` is fed ``inputs[:, 0]`` at ``t == 0``; after it, each row draws
+  a token from ``softmax(logits_t / softmax_temperature)`` (filtered by ``top_k`` and ``top_p``,
+  as in :func:`~texkit.modules.decoders.sample_decode`) and, with probability
+  ``sampling_probability`` (a coin per row and step), feeds ``embed(token)`` to step ``t + 1``
+  instead of ``inputs[:, t + 1]``. The draws of the tokens do not depend on
+  ``sampling_probability``, so the same seed gives the same tokens with ``train_sample`` as with
+  a probability of 1.
 * :func:`gumbel_softmax_decode` (Jang et al., 2017, https://arxiv.org/abs/1611.01144; Maddison
   et al., 2017): decodes from start tokens like sampling, feeding back ``softmax((logits + g) /
   temperature)`` with Gumbel noise ``g``; with ``straight_through`` the forward pass feeds the
@@ -36,13 +42,16 @@ from texkit.modules.decoders.decoding import (
     DecodeResult,
     Step,
     batch_size_of,
-    check_temperature,
     decode_loop,
+    full_lengths,
     one_hot_samples,
-    sample_choice,
-    seed_tensor,
+    select_rows,
+    stacked,
+    step_buffers,
     where_batch,
+    zero_where,
 )
+from texkit.modules.decoders.sampling import check_temperature, sample_choice, seed_tensor
 
 __all__ = ["check_probability", "gumbel_softmax_decode", "gumbel_softmax_sample",
            "scheduled_sample_decode"]  # fmt: skip
@@ -95,12 +104,6 @@ def scheduled_sample_decode(
     """Scheduled sampling over the ground-truth ``inputs``; always sampling when
     ``sampling_probability`` is ``None`` (``train_sample``).
 
-    Step ``t`` is fed ``inputs[:, 0]`` at ``t == 0``; after it, each row draws a token from
-    ``softmax(logits_t / softmax_temperature)`` (filtered by ``top_k`` and ``top_p``, as in
-    :func:`~texkit.modules.decoders.sample_decode`) and, with probability
-    ``sampling_probability`` (a coin per row and step), feeds ``embed(token)`` to step ``t + 1``
-    instead of ``inputs[:, t + 1]``.
-
     Args:
         step: ``step(inputs [batch, dim], time, state) -> (logits, state)``.
         embed: token ids ``[batch]`` -> step inputs ``[batch, dim]``.
@@ -110,11 +113,9 @@ def scheduled_sample_decode(
         sampling_probability: ``None`` (always sample), or a float or float tensor in [0, 1],
             scalar or ``[batch]``; a tensor changes between calls without retracing.
         softmax_temperature, top_k, top_p: the sampling distribution.
-        seed: an int or a ``[2]`` int tensor (``None``: a new seed). The draws of the tokens do
-            not depend on ``sampling_probability``, so the same seed gives the same tokens with
-            ``train_sample`` as with a probability of 1.
-        vocab_size: the logits' size (a Python int), when known.
-        freeze_state: keep each row's state as it was at its last valid step.
+        seed: an int or a ``[2]`` int tensor (``None``: a new seed).
+        vocab_size, freeze_state: as in :func:`~texkit.modules.decoders.greedy_decode` (a row's
+            state is kept from its last valid step).
 
     Returns:
         :class:`~texkit.modules.decoders.DecodeResult` over ``time`` steps: ``sample_id`` the
@@ -125,16 +126,12 @@ def scheduled_sample_decode(
     inputs = tf.convert_to_tensor(inputs)
     if inputs.shape.rank != 3:
         raise ValueError(f"inputs must be [batch, time, dim], got shape {inputs.shape}")
-    always = sampling_probability is None
-    probability = None if always else check_probability(sampling_probability)
+    probability = None if sampling_probability is None else check_probability(sampling_probability)
     sample_seed, coin_seed = tf.unstack(tf.random.experimental.stateless_split(seed_tensor(seed)))
     choose = sample_choice(softmax_temperature, top_k, top_p, sample_seed)
-    batch, rows = batch_size_of(inputs), inputs.shape[0]
-    static_time = inputs.shape[1]
-    max_time = static_time if static_time is not None else tf.shape(inputs)[1]
-    if sequence_length is None:
-        sequence_length = tf.fill([batch], max_time)
-    sequence_length = tf.cast(sequence_length, tf.int32)
+    batch = batch_size_of(inputs)
+    max_time = inputs.shape[1] if inputs.shape[1] is not None else tf.shape(inputs)[1]
+    sequence_length = full_lengths(sequence_length, inputs)
     time_major = tf.transpose(inputs, (1, 0, 2))
 
     def body(time, fed, buffers, state):
@@ -142,53 +139,32 @@ def scheduled_sample_decode(
         logits = tf.cast(logits, tf.float32)
         valid = time < sequence_length
         sampled = choose(logits, time)
-        if always:
-            use = tf.ones([batch], tf.bool)
-        else:
-            coin = tf.random.stateless_uniform(
-                [batch], tf.random.experimental.stateless_fold_in(coin_seed, time)
-            )
-            use = coin < probability
+        use = tf.ones([batch], tf.bool)
+        if probability is not None:
+            step_seed = tf.random.experimental.stateless_fold_in(coin_seed, time)
+            use = tf.random.stateless_uniform([batch], step_seed) < probability
         truth = time_major[tf.minimum(time + 1, max_time - 1)]
         fed = where_batch(use, tf.cast(embed(sampled), fed.dtype), truth)
-        ids = tf.where(valid, tf.where(use, sampled, -1), 0)
         buffers = {
-            "ids": buffers["ids"].write(time, ids),
-            "logits": buffers["logits"].write(
-                time, where_batch(valid, logits, tf.zeros_like(logits))
-            ),
+            "ids": buffers["ids"].write(time, tf.where(valid, tf.where(use, sampled, -1), 0)),
+            "logits": buffers["logits"].write(time, zero_where(~valid, logits)),
         }
         if freeze_state:
-            new_state = tf.nest.map_structure(
-                lambda new, old: where_batch(valid, new, old), new_state, state
-            )
+            new_state = select_rows(valid, new_state, state)
         return time + 1, fed, buffers, new_state
 
-    buffers = {
-        "ids": tf.TensorArray(tf.int32, size=max_time, element_shape=tf.TensorShape([rows])),
-        "logits": tf.TensorArray(
-            tf.float32, size=max_time, element_shape=tf.TensorShape([rows, vocab_size])
-        ),
-    }
+    buffers = step_buffers(inputs.shape[0], vocab_size, max_time)
     # Steps past every row's length are not computed (they stack as zeros).
     last = tf.minimum(max_time, tf.reduce_max(sequence_length))
+    loop_vars = (tf.constant(0), time_major[0], buffers, initial_state)
     _, _, buffers, state = tf.while_loop(
-        lambda time, *_: time < last,
-        body,
-        (tf.constant(0), time_major[0], buffers, initial_state),
-        maximum_iterations=max_time,
+        lambda time, *_: time < last, body, loop_vars, maximum_iterations=max_time
     )
-    sample_id = tf.transpose(buffers["ids"].stack())
-    logits = tf.transpose(buffers["logits"].stack(), (1, 0, 2))
-    depth = tf.shape(logits)[-1] if vocab_size is None else vocab_size
+    out = stacked(buffers)
+    depth = tf.shape(out["logits"])[-1] if vocab_size is None else vocab_size
     valid = tf.sequence_mask(sequence_length, max_time)
-    return DecodeResult(
-        sample_id=sample_id,
-        logits=logits,
-        lengths=sequence_length,
-        final_state=state,
-        soft_sample=one_hot_samples(sample_id, depth, valid),
-    )
+    soft_sample = one_hot_samples(out["ids"], depth, valid)
+    return DecodeResult(out["ids"], out["logits"], sequence_length, state, soft_sample)
 
 
 def gumbel_softmax_sample(
@@ -263,16 +239,6 @@ def gumbel_softmax_decode(
         return tf.linalg.matmul(tf.cast(soft, embedding_matrix.dtype), embedding_matrix)
 
     return decode_loop(
-        step,
-        choose,
-        start_tokens,
-        end_token,
-        max_decoding_length,
-        initial_state,
-        vocab_size,
-        freeze_state,
-        start_time,
-        forced_ids,
-        feed=feed,
-        start_inputs=start_inputs,
-    )
+        step, choose, start_tokens, end_token, max_decoding_length, initial_state, vocab_size,
+        freeze_state, start_time, forced_ids, feed=feed, start_inputs=start_inputs,
+    )  # fmt: skip

@@ -14,6 +14,7 @@ from typing import Any
 
 from texkit import registry
 from texkit.hparams import HParamsError
+from texkit.modules.decoders.decode_request import DecodeRequest
 from texkit.modules.decoders.decoder_base import DecoderBase, Inference
 from texkit.modules.decoders.decoding import DecodeResult
 from texkit.modules.decoders.transformer_decoder import TransformerDecoder
@@ -161,26 +162,22 @@ class GPT2Decoder(DecoderBase):
     def _max_length(self, max_decoding_length: Any) -> int:
         return self.decoder._max_length(max_decoding_length)
 
-    def _embedding(self, embedding: Any) -> Any:
-        if embedding is not None:
+    def _own(self, request: DecodeRequest) -> DecodeRequest:
+        """``request`` with the decoder's own word embedder."""
+        if request.embedding is not None:
             raise ValueError(
                 f"{self.name}: embeds tokens with its own word_embedder; give no embedding"
             )
-        return self.word_embedder
+        return request._replace(embedding=self.word_embedder)
 
-    def _teacher_forcing(self, inputs: Any, sequence_length: Any, embedding: Any,
-                         initial_state: Any, memory: Any, memory_sequence_length: Any,
-                         training: Any) -> tuple[Any, Any, Any]:  # fmt: skip
-        return self.decoder._teacher_forcing(
-            inputs, sequence_length, self._embedding(embedding), initial_state, memory,
-            memory_sequence_length, training,
-        )  # fmt: skip
+    def _teacher_forcing(self, request: DecodeRequest) -> tuple[Any, Any, Any]:
+        return self.decoder._teacher_forcing(self._own(request))
 
-    def _inference(self, embedding: Any, *args: Any) -> Inference:
-        return self.decoder._inference(self._embedding(embedding), *args)
+    def _inference(self, request: DecodeRequest) -> Inference:
+        return self.decoder._inference(self._own(request))
 
-    def _feedback_inference(self, embedding: Any, *args: Any) -> Inference:
-        return self.decoder._feedback_inference(self._embedding(embedding), *args)
+    def _feedback_inference(self, request: DecodeRequest) -> Inference:
+        return self.decoder._feedback_inference(self._own(request))
 
     def _inference_outputs(self, result: DecodeResult) -> tuple[Any, Any]:
         return self.decoder._inference_outputs(result)

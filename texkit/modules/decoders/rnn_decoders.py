@@ -50,12 +50,15 @@ from texkit.core.layers import (
 )
 from texkit.core.rnn_cells import prepare_dropout_masks, reset_dropout_masks
 from texkit.hparams import check_positive_int
+from texkit.modules.decoders.decode_request import DecodeRequest
 from texkit.modules.decoders.decoder_base import DecoderBase, Inference
 from texkit.modules.decoders.decoding import (
     DecodeResult,
     DecoderOutput,
     batch_size_of,
-    one_hot_samples,
+    full_lengths,
+    select_rows,
+    teacher_forced_outputs,
     where_batch,
 )
 
@@ -86,15 +89,7 @@ class RNNDecoderBase(DecoderBase):
         hp = self.hparams
         check_positive_int(hp, "max_decoding_length_infer")
         if output_layer is None:
-            if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
-                raise ValueError(
-                    f"{self.name}: vocab_size must be a positive int (or give output_layer), got "
-                    f"{vocab_size!r}"
-                )
-            output_layer = keras.layers.Dense(
-                vocab_size, use_bias=hp.output_layer_bias, name="output_layer",
-                dtype=self.dtype_policy,
-            )  # fmt: skip
+            output_layer = self._dense_output(vocab_size, hp.output_layer_bias)
         self.vocab_size = vocab_size
         self.output_layer = output_layer
         self.cell = get_rnn_cell(hp.rnn_cell, "rnn_cell", dtype=self.dtype_policy)
@@ -167,10 +162,10 @@ class RNNDecoderBase(DecoderBase):
         if inputs is None:
             if start_tokens is None:
                 return None
-            return self._embed(embedding, tf.convert_to_tensor(start_tokens)[:1]).shape[-1]
+            return self._embed_ids(embedding, tf.convert_to_tensor(start_tokens)[:1]).shape[-1]
         inputs = tf.convert_to_tensor(inputs)
         if inputs.dtype.is_integer and len(inputs.shape) == 2:
-            return self._embed(embedding, inputs[:1, :1]).shape[-1]
+            return self._embed_ids(embedding, inputs[:1, :1]).shape[-1]
         return inputs.shape[-1]
 
     def _initial_state(self, initial_state: Any, batch_size: Any, memory: dict | None) -> Any:
@@ -220,39 +215,23 @@ class RNNDecoderBase(DecoderBase):
     def _fed_back_size_of(self, state: Any) -> int:
         return 0
 
-    def _embed(self, embedding: Any, ids: Any) -> Any:
-        if embedding is None:
-            raise ValueError(f"{self.name}: decoding token ids needs `embedding` (ids -> vectors)")
-        if callable(embedding):
-            return embedding(ids)
-        return tf.gather(embedding, ids)
-
-    def _inference(
-        self,
-        embedding: Any,
-        start_tokens: Any,
-        end_token: Any,
-        context: Any,
-        context_sequence_length: Any,
-        initial_state: Any,
-        memory: Any,
-        memory_sequence_length: Any,
-        max_length: int,
-        training: Any,
-        beam_width: int | None,
-    ) -> Inference:
+    def _inference(self, request: DecodeRequest) -> Inference:
         """The step function over token ids, and its initial state.
 
         The memory travels in the state, so beam search tiles and reorders it with the rest.
         Greedy and sampling (not beam search) also keep ``[batch, max_length, ...]`` buffers of
         each step's records (the attention scores) in the state.
         """
-        start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
-        memory = self._memory_parts(memory, memory_sequence_length)
-        if beam_width is not None:
-            max_length = None  # no records
+        start_tokens = tf.cast(tf.convert_to_tensor(request.start_tokens), tf.int32)
+        memory = self._memory_parts(request.memory, request.memory_sequence_length)
+        embedding, training = request.embedding, request.training
+        # Beam search keeps no records.
+        max_length = None if request.beam_width is not None else request.max_length
         batch = batch_size_of(start_tokens)
-        state = {"decoder": self._initial_state(initial_state, batch, memory), "memory": memory}
+        state = {
+            "decoder": self._initial_state(request.initial_state, batch, memory),
+            "memory": memory,
+        }
         state["records"] = {}
         if max_length is not None:
             state["records"] = {
@@ -265,7 +244,7 @@ class RNNDecoderBase(DecoderBase):
             del state["memory"]
 
         def embed(ids: Any) -> Any:
-            return self._embed(embedding, ids)
+            return self._embed_ids(embedding, ids)
 
         def embedded_step(inputs: Any, time: Any, loop_state: dict) -> tuple[Any, dict]:
             output, records, new_state = self._cell_step(
@@ -290,10 +269,11 @@ class RNNDecoderBase(DecoderBase):
         return Inference(step, state, start_tokens, embed=embed, embedded_step=embedded_step)
 
     @contextlib.contextmanager
-    def _decoding(self, run: Inference, embedding: Any, training: Any) -> Iterator[None]:
+    def _decoding(self, run: Inference, request: DecodeRequest) -> Iterator[None]:
         # The cell's per-sequence dropout masks, drawn before the loop as keras.layers.RNN does.
         try:
-            self._draw_dropout_masks(self._embed(embedding, run.start_tokens), run.state["decoder"])
+            first = self._embed_ids(request.embedding, run.start_tokens)
+            self._draw_dropout_masks(first, run.state["decoder"])
             yield
         finally:
             reset_dropout_masks(self.cell)
@@ -303,33 +283,23 @@ class RNNDecoderBase(DecoderBase):
         outputs = self._outputs(result.logits, result.sample_id, result.soft_sample, history)
         return outputs, self._public_state(result.final_state["decoder"], history)
 
-    def _teacher_forcing(
-        self,
-        inputs: Any,
-        sequence_length: Any,
-        embedding: Any,
-        initial_state: Any,
-        memory: Any,
-        memory_sequence_length: Any,
-        training: Any,
-    ) -> tuple[Any, Any, Any]:
+    def _teacher_forcing(self, request: DecodeRequest) -> tuple[Any, Any, Any]:
+        inputs, embedding, training = request.inputs, request.embedding, request.training
         if inputs is None:
             raise ValueError(f"{self.name}: train_greedy needs `inputs` [batch, time, dim]")
         inputs = tf.convert_to_tensor(inputs)
         if inputs.dtype.is_integer:
-            inputs = self._embed(embedding, inputs)
+            inputs = self._embed_ids(embedding, inputs)
         if len(inputs.shape) != 3:
             raise ValueError(
                 f"{self.name}: inputs must be [batch, time, dim] (or token ids with `embedding`), "
                 f"got shape {tuple(inputs.shape)}"
             )
         inputs = tf.cast(inputs, self.compute_dtype)
-        memory = self._memory_parts(memory, memory_sequence_length)
+        memory = self._memory_parts(request.memory, request.memory_sequence_length)
         batch, max_time = batch_size_of(inputs), tf.shape(inputs)[1]
-        if sequence_length is None:
-            sequence_length = tf.fill([batch], max_time)
-        sequence_length = tf.cast(sequence_length, tf.int32)
-        state = self._initial_state(initial_state, batch, memory)
+        sequence_length = full_lengths(request.sequence_length, inputs)
+        state = self._initial_state(request.initial_state, batch, memory)
         time_major = tf.transpose(inputs, (1, 0, 2))
         zero_records = self._records(batch, memory)
         output_zeros = tf.zeros([batch, self._output_size(self._memory_size(memory))],
@@ -343,9 +313,7 @@ class RNNDecoderBase(DecoderBase):
             output, records, new_state = self._cell_step(time_major[time], state, memory, training)
             valid = time < sequence_length
             # Past its length a sequence keeps its state and outputs zeros.
-            new_state = tf.nest.map_structure(
-                lambda new, old: where_batch(valid, new, old), new_state, state
-            )
+            new_state = select_rows(valid, new_state, state)
             step_outputs = {"output": output, **records}
             arrays = {
                 name: arrays[name].write(time, where_batch(valid, value, tf.zeros_like(value)))
@@ -370,10 +338,8 @@ class RNNDecoderBase(DecoderBase):
             for name, array in arrays.items()
         }
         logits = tf.cast(self.output_layer(history.pop("output")), tf.float32)
-        valid = tf.sequence_mask(sequence_length, max_time)
-        logits = tf.where(valid[:, :, None], logits, 0.0)  # as in inference: zeros past the end
-        sample_id = tf.where(valid, tf.argmax(logits, axis=-1, output_type=tf.int32), 0)
-        soft_sample = one_hot_samples(sample_id, tf.shape(logits)[-1], valid)
+        # As in inference: zeros past the end.
+        logits, sample_id, soft_sample = teacher_forced_outputs(logits, sequence_length)
         outputs = self._outputs(logits, sample_id, soft_sample, history)
         return outputs, self._public_state(state, history), sequence_length
 

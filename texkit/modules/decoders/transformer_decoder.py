@@ -23,30 +23,11 @@ The decoder embeds tokens itself, the same way in training and in every decoding
 dropout. ``inputs`` are token ids (looked up in ``embedding``) or word embeddings ``[batch, time,
 dim]``; the decoder adds the positions ``0, 1, ...`` in both cases.
 
-Inference keeps, for every block, a :class:`~texkit.core.attention.KVCache` of the self-attention
-keys and values preallocated to ``max_decoding_length`` steps and written in place at each step,
-and the cross-attention keys and values of the memory projected once. A step therefore computes
-one token's projections and attends over a fixed-size buffer (masked past the current step)
-instead of recomputing the prefix: its cost does not grow with the prefix, and every shape is
-static, so decoding compiles with ``jit_compile=True``. A prompt (``context``) is run through the
-blocks in one pass that fills the caches; the decoding loop starts where every row's prompt is
-still forced (rows with longer prompts keep being forced token by token).
-
-Beam search never moves the caches: each hypothesis writes its steps into its own slot, and a
-table of ancestors (``[batch * beam_width, max_length]`` int32, reordered with the hypotheses)
-tells which slot holds each earlier step of its history
-(:meth:`~texkit.core.attention.MultiHeadAttention.call_cached_beams`). Reordering costs a gather
-of that table instead of one of every cache, and the memory is not tiled: every hypothesis of an
-example attends to the example's one projected memory.
-
-The strategies that feed back the decoder's own choices (``train_sample``,
-``scheduled_sampling``, ``gumbel_softmax``; see :mod:`texkit.modules.decoders.decoder_base`) are
-trained through, and the cache's in-place writes have no gradient in TensorFlow: their steps keep
-the fed inputs instead and run the blocks over all of them (causal), so a step costs a
-teacher-forced pass over ``max_decoding_length`` (or the inputs') positions.
-
-(One file of about 600 lines: the cached inference, the feedback steps and the teacher-forced
-pass share the embedding, block and output code the decoder is made of.)
+Inference keeps a key/value cache per block, written in place, so a step costs O(current
+length) and decoding compiles with ``jit_compile=True``; beam search reads the caches through a
+table of ancestors instead of moving them; the strategies that feed back vectors (trained
+through) rerun the blocks over the fed inputs instead. How:
+:mod:`~texkit.modules.decoders.transformer_inference`.
 """
 
 from __future__ import annotations
@@ -57,7 +38,6 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from texkit.core.attention import attention_mask
 from texkit.core.dropout import dropout
 from texkit.core.layers import get_initializer
 from texkit.core.transformer import (
@@ -69,21 +49,45 @@ from texkit.core.transformer import (
     layer_norm,
 )
 from texkit.hparams import HParamsError, check_positive_int, check_table_size
-from texkit.modules.decoders.beam_decoding import gather_rows
+from texkit.modules.decoders.decode_request import DecodeRequest
 from texkit.modules.decoders.decoder_base import DecoderBase, Inference
 from texkit.modules.decoders.decoding import (
     DecodeResult,
     DecoderOutput,
     batch_size_of,
-    forced_logits,
-    one_hot_samples,
-    where_batch,
+    full_lengths,
+    teacher_forced_outputs,
 )
+from texkit.modules.decoders.transformer_inference import cached_inference, feedback_inference
 from texkit.modules.embedders import PositionEmbedder, SinusoidsPositionEmbedder, WordEmbedder
 
 __all__ = ["TransformerDecoder"]
 
 _POSITION_TYPES = ("sinusoids", "learned")
+
+
+def _check_hparams(hp: Any) -> None:
+    """Checks the decoder's hparams, naming the bad key."""
+    check_stack_hparams(hp)
+    check_positive_int(hp, "max_decoding_length_infer")
+    # Decoding preallocates [batch, max_decoding_length_infer, dim] buffers.
+    check_table_size(
+        hp.max_decoding_length_infer, hp.dim, "max_decoding_length_infer", "a decoding buffer"
+    )
+    positions = hp.position_embedder
+    if positions.type not in _POSITION_TYPES:
+        raise HParamsError(
+            f"expected one of {_POSITION_TYPES}, got {positions.type!r}", "position_embedder.type"
+        )
+    check_positive_int(hp, "position_embedder.position_size", optional=True)
+    if positions.position_size is not None:
+        check_table_size(
+            positions.position_size, hp.dim, "position_embedder.position_size", "a table"
+        )
+    if positions.type == "learned" and positions.position_size is None:
+        raise HParamsError(
+            "learned position embeddings need a position_size", "position_embedder.position_size"
+        )
 
 
 class TransformerDecoder(DecoderBase):
@@ -179,79 +183,9 @@ class TransformerDecoder(DecoderBase):
     ):
         super().__init__(hparams, **kwargs)
         hp = self.hparams
-        check_stack_hparams(hp)
-        check_positive_int(hp, "max_decoding_length_infer")
-        # Decoding preallocates [batch, max_decoding_length_infer, dim] buffers.
-        check_table_size(
-            hp.max_decoding_length_infer, hp.dim, "max_decoding_length_infer", "a decoding buffer"
-        )
-        positions = hp.position_embedder
-        if positions.type not in _POSITION_TYPES:
-            raise HParamsError(
-                f"expected one of {_POSITION_TYPES}, got {positions.type!r}",
-                "position_embedder.type",
-            )
-        check_positive_int(hp, "position_embedder.position_size", optional=True)
-        if positions.position_size is not None:
-            check_table_size(
-                positions.position_size, hp.dim, "position_embedder.position_size", "a table"
-            )
-        if positions.type == "learned" and positions.position_size is None:
-            raise HParamsError(
-                "learned position embeddings need a position_size",
-                "position_embedder.position_size",
-            )
-        if isinstance(output_layer, dict):  # from get_config
-            output_layer = keras.saving.deserialize_keras_object(output_layer)
-        self._user_output_layer = output_layer
-        self._tied = isinstance(output_layer, WordEmbedder)
-        if self._tied:
-            if vocab_size is not None and vocab_size != output_layer.vocab_size:
-                raise ValueError(
-                    f"{self.name}: vocab_size={vocab_size} disagrees with the tied embedder's "
-                    f"vocab_size={output_layer.vocab_size}"
-                )
-            if output_layer.dim != hp.dim:
-                raise ValueError(
-                    f"{self.name}: the tied embedder has dim={output_layer.dim}, the decoder "
-                    f"dim={hp.dim}"
-                )
-            vocab_size = output_layer.vocab_size
-            output_layer = TiedOutput(
-                output_layer, hp.output_layer_bias, name="output_layer", dtype=self.dtype_policy
-            )
-        elif output_layer is None:
-            if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
-                raise ValueError(
-                    f"{self.name}: vocab_size must be a positive int (or give output_layer), got "
-                    f"{vocab_size!r}"
-                )
-            output_layer = keras.layers.Dense(
-                vocab_size, use_bias=hp.output_layer_bias, name="output_layer",
-                dtype=self.dtype_policy,
-            )  # fmt: skip
-        elif not isinstance(output_layer, keras.layers.Layer):
-            raise TypeError(
-                f"{self.name}: output_layer must be a WordEmbedder (tied) or a Keras layer, got "
-                f"{type(output_layer).__name__}"
-            )
-        self.vocab_size = vocab_size
-        self.output_layer = output_layer
-
-        if positions.type == "sinusoids":
-            self.position_embedder = SinusoidsPositionEmbedder(
-                positions.position_size,
-                hparams={"dim": hp.dim, "max_timescale": positions.max_timescale},
-                name="position_embedder",
-                dtype=self.dtype_policy,
-            )
-        else:
-            self.position_embedder = PositionEmbedder(
-                positions.position_size,
-                hparams={"dim": hp.dim, "initializer": positions.initializer},
-                name="position_embedder",
-                dtype=self.dtype_policy,
-            )
+        _check_hparams(hp)
+        self.vocab_size, self.output_layer = self._make_output_layer(vocab_size, output_layer)
+        self.position_embedder = self._make_position_embedder()
         initializer = get_initializer(hp.initializer)
         self.blocks = [
             DecoderBlock(
@@ -268,6 +202,54 @@ class TransformerDecoder(DecoderBase):
         if hp.norm == "pre":
             self.output_norm = layer_norm(hp.layer_norm_epsilon, "output_norm", self.dtype_policy)
         self.seed_generator = keras.random.SeedGenerator() if hp.embedding_dropout > 0 else None
+
+    def _make_output_layer(self, vocab_size: Any, output_layer: Any) -> tuple[int | None, Any]:
+        """``(vocab_size, output_layer)``: tied to a ``WordEmbedder``, a ``Dense(vocab_size)``, or
+        the given Keras layer (``get_config`` gives it serialized)."""
+        hp = self.hparams
+        if isinstance(output_layer, dict):  # from get_config
+            output_layer = keras.saving.deserialize_keras_object(output_layer)
+        self._user_output_layer = output_layer
+        self._tied = isinstance(output_layer, WordEmbedder)
+        if self._tied:
+            if vocab_size is not None and vocab_size != output_layer.vocab_size:
+                raise ValueError(
+                    f"{self.name}: vocab_size={vocab_size} disagrees with the tied embedder's "
+                    f"vocab_size={output_layer.vocab_size}"
+                )
+            if output_layer.dim != hp.dim:
+                raise ValueError(
+                    f"{self.name}: the tied embedder has dim={output_layer.dim}, the decoder "
+                    f"dim={hp.dim}"
+                )
+            tied = TiedOutput(
+                output_layer, hp.output_layer_bias, name="output_layer", dtype=self.dtype_policy
+            )
+            return output_layer.vocab_size, tied
+        if output_layer is None:
+            return vocab_size, self._dense_output(vocab_size, hp.output_layer_bias)
+        if not isinstance(output_layer, keras.layers.Layer):
+            raise TypeError(
+                f"{self.name}: output_layer must be a WordEmbedder (tied) or a Keras layer, got "
+                f"{type(output_layer).__name__}"
+            )
+        return vocab_size, output_layer
+
+    def _make_position_embedder(self) -> Any:
+        hp, positions = self.hparams, self.hparams.position_embedder
+        if positions.type == "sinusoids":
+            return SinusoidsPositionEmbedder(
+                positions.position_size,
+                hparams={"dim": hp.dim, "max_timescale": positions.max_timescale},
+                name="position_embedder",
+                dtype=self.dtype_policy,
+            )
+        return PositionEmbedder(
+            positions.position_size,
+            hparams={"dim": hp.dim, "initializer": positions.initializer},
+            name="position_embedder",
+            dtype=self.dtype_policy,
+        )
 
     @classmethod
     def default_hparams(cls) -> dict:
@@ -351,13 +333,6 @@ class TransformerDecoder(DecoderBase):
             memory_sequence_length = tf.cast(memory_sequence_length, tf.int32)
         return memory, memory_sequence_length
 
-    def _word_embeddings(self, embedding: Any, ids: Any) -> Any:
-        if embedding is None:
-            raise ValueError(f"{self.name}: token ids need `embedding` (ids -> vectors)")
-        if callable(embedding):
-            return embedding(ids)
-        return tf.gather(embedding, ids)
-
     def _check_positions(self, length: Any) -> None:
         size = self.hparams.position_embedder.position_size
         if size is not None and isinstance(length, int) and length > size:
@@ -384,211 +359,35 @@ class TransformerDecoder(DecoderBase):
 
     # --- running --------------------------------------------------------------------------------
 
-    def _check_context(self, context: Any, context_sequence_length: Any, max_length: int) -> tuple:
-        context = tf.cast(tf.convert_to_tensor(context), tf.int32)
-        if len(context.shape) != 2:
-            raise ValueError(
-                f"{self.name}: context must be [batch, time] token ids, got shape "
-                f"{tuple(context.shape)}"
-            )
-        if context.shape[1] is not None and context.shape[1] > max_length:
-            raise ValueError(
-                f"{self.name}: a context of {context.shape[1]} tokens does not fit in "
-                f"max_decoding_length={max_length} steps"
-            )
-        if context_sequence_length is None:
-            context_sequence_length = tf.fill([batch_size_of(context)], tf.shape(context)[1])
-        return context, tf.cast(context_sequence_length, tf.int32)
+    def _inference(self, request: DecodeRequest) -> Inference:
+        return cached_inference(self, request)
 
-    def _inference(
-        self,
-        embedding: Any,
-        start_tokens: Any,
-        end_token: Any,
-        context: Any,
-        context_sequence_length: Any,
-        initial_state: Any,
-        memory: Any,
-        memory_sequence_length: Any,
-        max_length: int,
-        training: Any,
-        beam_width: int | None,
-    ) -> Inference:
-        """What a decoding algorithm needs: the step function, its initial state (each block's
-        cache, ``[batch, heads, max_length, depth]``, filled with the prompt), where to start.
-        Beam search's step reads the caches through the ancestry table (module docstring).
-        """
-        self._check_positions(max_length)
-        if context is not None:
-            context, context_length = self._check_context(
-                context, context_sequence_length, max_length
-            )
-            start_tokens = context[:, 0]
-        start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
-        batch = batch_size_of(start_tokens)
-        memory_kv, memory_mask = None, None
-        if memory is not None:
-            # Projected once, outside the loop; the steps read them as constants.
-            memory_kv = [block.cross_attention.project_memory(memory) for block in self.blocks]
-            if memory_sequence_length is None:
-                memory_sequence_length = tf.fill([batch_size_of(memory)], tf.shape(memory)[1])
-            memory_mask = attention_mask(1, tf.shape(memory)[1], memory_sequence_length)
-
-        def embed(ids: Any) -> Any:
-            return self._word_embeddings(embedding, ids)
-
-        def run_blocks(words: Any, time: Any, caches: list, beams: Any = None) -> tuple:
-            """Word embeddings ``[rows, steps, dim]`` at steps ``time ..`` through the blocks and
-            the cache."""
-            shape = tf.shape(words)[:2]
-            positions = time + tf.broadcast_to(tf.range(shape[1]), shape)
-            x = self._embed(words, positions, training)
-            written = []
-            for index, block in enumerate(self.blocks):
-                kv = None if memory_kv is None else memory_kv[index]
-                x, cache = block.step(x, caches[index], time, kv, memory_mask, training, beams)
-                written.append(cache)
-            return x, written
-
-        state: dict = {
-            "cache": [block.self_attention.init_cache(batch, max_length) for block in self.blocks]
-        }
-        start_time, forced_ids = 0, None
-        if context is not None:
-            state["context"], state["context_length"] = context, context_length
-            # The prompts go through the blocks in one pass, all but their last token, up to
-            # the first end token in a prompt (whose row ends there); rows with shorter prompts
-            # are padded. The loop starts at the last step every row's prompt still forces, so
-            # it rewrites whatever a padded row's pass left past its own prompt before reading
-            # it.
-            start_time, forced_ids, start_tokens = _prompt_start(context, context_length, end_token)
-            if context.shape[1] is None or context.shape[1] > 1:
-                _, state["cache"] = run_blocks(embed(context[:, :-1]), 0, state["cache"])
-
-        def make_step(beam_width: int | None = None) -> Any:
-            def embedded_step(words: Any, time: Any, loop_state: dict) -> tuple[Any, dict]:
-                beams = None
-                if beam_width is not None:
-                    # This step writes each hypothesis' own slot.
-                    slot = tf.range(tf.shape(words)[0]) % beam_width
-                    now = tf.equal(tf.range(max_length), time)[None, :]
-                    ancestry = tf.where(now, slot[:, None], loop_state["ancestry"])
-                    loop_state = {**loop_state, "ancestry": ancestry}
-                    beams = (beam_width, ancestry)
-                x, caches = run_blocks(words[:, None], time, loop_state["cache"], beams)
-                logits = self._logits(x)[:, 0]
-                if "context" in loop_state:
-                    logits = _force_context(
-                        logits, time, loop_state["context"], loop_state["context_length"]
-                    )
-                return logits, {**loop_state, "cache": caches}
-
-            def step(token_ids: Any, time: Any, loop_state: dict) -> tuple[Any, dict]:
-                return embedded_step(embed(token_ids), time, loop_state)
-
-            return step
-
-        if beam_width is None:
-            return Inference(
-                make_step(), state, start_tokens, start_time, forced_ids, freeze_state=False
-            )
-
-        def reorder(state: dict, rows: Any) -> dict:
-            # Everything follows its hypothesis but the caches, which stay where they were
-            # written; the ancestry table says where.
-            moved = gather_rows({k: v for k, v in state.items() if k != "cache"}, rows)
-            return {**moved, "cache": state["cache"]}
-
-        state["ancestry"] = tf.zeros([batch, max_length], tf.int32)
-        return Inference(
-            make_step(beam_width), state, start_tokens, start_time, forced_ids, reorder
-        )
-
-    def _feedback_inference(
-        self,
-        embedding: Any,
-        start_tokens: Any,
-        end_token: Any,
-        context: Any,
-        context_sequence_length: Any,
-        initial_state: Any,
-        memory: Any,
-        memory_sequence_length: Any,
-        max_length: int,
-        training: Any,
-    ) -> Inference:
-        """The differentiable steps of the strategies that feed back vectors.
-
-        The key/value cache is written in place (``dynamic_update_slice``, which has no gradient
-        in TensorFlow), so these steps keep the step inputs instead, ``[batch, max_length, dim]``
-        (written with a differentiable select), and run the blocks over all of them, as teacher
-        forcing does, reading the logits at the current step (later positions are masked). A
-        step costs a teacher-forced pass over ``max_length`` positions.
-        """
-        self._check_positions(max_length)
-        start_time, forced_ids, context_length = 0, None, None
-        if context is not None:
-            context, context_length = self._check_context(
-                context, context_sequence_length, max_length
-            )
-            start_time, forced_ids, start_tokens = _prompt_start(context, context_length, end_token)
-        start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
-        batch = batch_size_of(start_tokens)
-
-        def embed(ids: Any) -> Any:
-            return self._word_embeddings(embedding, ids)
-
-        dtype = embed(start_tokens[:1]).dtype
-        inputs = tf.zeros([batch, max_length, self.hparams.dim], dtype)
-        if context is not None:  # the prompts' steps before start_time are never computed
-            prompts = tf.cast(embed(context), dtype)
-            padding = max_length - tf.shape(prompts)[1]
-            inputs = tf.ensure_shape(tf.pad(prompts, [[0, 0], [0, padding], [0, 0]]), inputs.shape)
-        positions = tf.broadcast_to(tf.range(max_length)[None, :], [batch, max_length])
-
-        def embedded_step(words: Any, time: Any, state: dict) -> tuple[Any, dict]:
-            now = tf.equal(tf.range(max_length), time)[None, :, None]
-            inputs = tf.where(now, tf.cast(words, dtype)[:, None, :], state["inputs"])
-            x = self._embed(inputs, positions, training)
-            for block in self.blocks:
-                x = block(x, memory=memory, memory_sequence_length=memory_sequence_length,
-                          training=training)  # fmt: skip
-            logits = self._logits(tf.gather(x, time[None], axis=1))[:, 0]
-            if context is not None:
-                logits = _force_context(logits, time, context, context_length)
-            return logits, {"inputs": inputs}
-
-        def step(token_ids: Any, time: Any, state: dict) -> tuple[Any, dict]:
-            return embedded_step(embed(token_ids), time, state)
-
-        return Inference(
-            step, {"inputs": inputs}, start_tokens, start_time, forced_ids, freeze_state=False,
-            embed=embed, embedded_step=embedded_step,
-        )  # fmt: skip
+    def _feedback_inference(self, request: DecodeRequest) -> Inference:
+        return feedback_inference(self, request)
 
     def _inference_outputs(self, result: DecodeResult) -> tuple[DecoderOutput, tuple]:
         # The final state (the caches) is not returned: a Transformer has no recurrent state.
         return DecoderOutput(result.logits, result.sample_id, result.soft_sample), ()
 
-    def _teacher_forcing(
-        self,
-        inputs: Any,
-        sequence_length: Any,
-        embedding: Any,
-        initial_state: Any,
-        memory: Any,
-        memory_sequence_length: Any,
-        training: Any,
-    ) -> tuple[DecoderOutput, tuple, Any]:
-        if inputs is None:
+    def _stack(self, inputs: Any, positions: Any, request: DecodeRequest) -> Any:
+        """Step inputs ``[batch, time, dim]`` at ``positions`` through the embedding and the blocks
+        (all steps at once, causal), before the output layer."""
+        x = self._embed(inputs, positions, request.training)
+        for block in self.blocks:
+            x = block(x, memory=request.memory, training=request.training,
+                      memory_sequence_length=request.memory_sequence_length)  # fmt: skip
+        return x
+
+    def _teacher_forcing(self, request: DecodeRequest) -> tuple[DecoderOutput, tuple, Any]:
+        if request.inputs is None:
             raise ValueError(f"{self.name}: train_greedy needs `inputs` (ids or embeddings)")
-        inputs = tf.convert_to_tensor(inputs)
+        inputs = tf.convert_to_tensor(request.inputs)
         if inputs.dtype.is_integer:
             if len(inputs.shape) != 2:
                 raise ValueError(
                     f"{self.name}: token ids must be [batch, time], got shape {tuple(inputs.shape)}"
                 )
-            inputs = self._word_embeddings(embedding, inputs)
+            inputs = self._embed_ids(request.embedding, inputs)
         if len(inputs.shape) != 3:
             raise ValueError(
                 f"{self.name}: inputs must be [batch, time, dim] (or token ids with `embedding`), "
@@ -596,42 +395,7 @@ class TransformerDecoder(DecoderBase):
             )
         self._check_positions(inputs.shape[1])
         batch, max_time = batch_size_of(inputs), tf.shape(inputs)[1]
-        if sequence_length is None:
-            sequence_length = tf.fill([batch], max_time)
-        sequence_length = tf.cast(sequence_length, tf.int32)
+        sequence_length = full_lengths(request.sequence_length, inputs)
         positions = tf.broadcast_to(tf.range(max_time)[None, :], [batch, max_time])
-        x = self._embed(inputs, positions, training)
-        for block in self.blocks:
-            x = block(
-                x, memory=memory, memory_sequence_length=memory_sequence_length, training=training
-            )
-        logits = self._logits(x)
-        valid = tf.sequence_mask(sequence_length, max_time)
-        logits = tf.where(valid[:, :, None], logits, 0.0)
-        sample_id = tf.where(valid, tf.argmax(logits, axis=-1, output_type=tf.int32), 0)
-        soft_sample = one_hot_samples(sample_id, tf.shape(logits)[-1], valid)
-        return DecoderOutput(logits, sample_id, soft_sample), (), sequence_length
-
-
-def _prompt_start(context: Any, context_length: Any, end_token: Any) -> tuple[Any, Any, Any]:
-    """``(start_time, forced_ids, start_tokens)`` of decoding after prompts: the loop starts at
-    the last step every row's prompt still forces (a prompt ends at its length or at its first
-    end token after the first position)."""
-    width = tf.shape(context)[1]
-    steps = tf.range(width)[None, :]
-    prompt_end = tf.where((steps > 0) & tf.equal(context, end_token), steps, width)
-    forced_until = tf.minimum(tf.reduce_min(prompt_end, axis=1), context_length)
-    start_time = tf.maximum(tf.reduce_min(forced_until) - 1, 0)
-    return start_time, context[:, 1:], tf.gather(context, start_time, axis=1)
-
-
-def _force_context(logits: Any, time: Any, context: Any, context_length: Any) -> Any:
-    """At step ``time``, rows whose context goes on past ``time`` get the
-    :func:`~texkit.modules.decoders.forced_logits` of its next token (0 for it, ``-1e9`` for every
-    other), so every algorithm picks it with probability 1 and it adds nothing to a hypothesis'
-    log-probability."""
-    position = time + 1
-    forced = position < context_length
-    index = tf.minimum(position, tf.shape(context)[1] - 1)
-    token = tf.gather(context, index, axis=1)
-    return where_batch(forced, forced_logits(token, tf.shape(logits)[-1]), logits)
+        logits = self._logits(self._stack(inputs, positions, request))
+        return DecoderOutput(*teacher_forced_outputs(logits, sequence_length)), (), sequence_length

@@ -1,4 +1,4 @@
-"""Encoders: Transformer, the BERT family, convolutional and RNN."""
+"""Encoders: Transformer, the BERT family, T5, convolutional and RNN."""
 
 from texkit.modules.encoders.bert_encoder import BERTEncoder
 from texkit.modules.encoders.bert_family import BERTFamilyEncoder
@@ -10,6 +10,7 @@ from texkit.modules.encoders.family_encoders import (
     RoBERTaEncoder,
 )
 from texkit.modules.encoders.rnn_encoders import BidirectionalRNNEncoder, UnidirectionalRNNEncoder
+from texkit.modules.encoders.t5_encoder import T5Encoder
 from texkit.modules.encoders.transformer_encoder import TransformerEncoder
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "DistilBERTEncoder",
     "ELECTRAEncoder",
     "RoBERTaEncoder",
+    "T5Encoder",
     "TransformerEncoder",
     "UnidirectionalRNNEncoder",
 ]
