@@ -309,46 +309,46 @@ class MultiHeadAttention(ModuleBase):
         :meth:`call_cached`.
         """
         self._check_built("call_cached_beams")
-        hp, depth, beams = self.hparams, self.depth, int(beam_width)
+        hp, depth, width = self.hparams, self.depth, int(beam_width)
         time = ops.cast(time, "int32")
         cache = self._write_cache(queries, cache, time)
         rows, steps = ops.shape(queries)[0], ops.shape(queries)[1]
-        batch = rows // beams
+        batch = rows // width
         heads, length = hp.num_heads, ops.shape(cache.keys)[2]
         # Every slot (row of the cache) gets the queries of all its example's hypotheses:
-        # [rows, heads, beams * steps, depth], a plain attention product against the cache as it
+        # [rows, heads, width * steps, depth], a plain attention product against the cache as it
         # lies.
         q = self._split_heads(dense_2d(self.query, queries))  # [rows, heads, steps, depth]
         q = q * ops.cast(depth**-0.5, self.compute_dtype)
-        q = ops.transpose(ops.reshape(q, (batch, beams, heads, steps, depth)), (0, 2, 1, 3, 4))
-        q = ops.reshape(q, (batch, 1, heads, beams * steps, depth))
-        q = ops.reshape(ops.repeat(q, beams, axis=1), (rows, heads, beams * steps, depth))
+        q = ops.transpose(ops.reshape(q, (batch, width, heads, steps, depth)), (0, 2, 1, 3, 4))
+        q = ops.reshape(q, (batch, 1, heads, width * steps, depth))
+        q = ops.reshape(ops.repeat(q, width, axis=1), (rows, heads, width * steps, depth))
         scores = ops.cast(tf.linalg.matmul(q, cache.keys, transpose_b=True), "float32")
         # [batch, slot, heads, query, time] -> [batch, heads, query, slot * time]: a softmax over
         # each query's (slot, time) pairs along one axis.
-        scores = ops.reshape(scores, (batch, beams, heads, beams * steps, length))
+        scores = ops.reshape(scores, (batch, width, heads, width * steps, length))
         scores = ops.reshape(
-            ops.transpose(scores, (0, 2, 3, 1, 4)), (batch, heads, beams * steps, beams * length)
+            ops.transpose(scores, (0, 2, 3, 1, 4)), (batch, heads, width * steps, width * length)
         )
         # Query (hypothesis i, step j) may read (slot s, time t) when t <= time + j and the
         # hypothesis' step t sits in slot s.
         # The steps written now are read from the hypothesis' own slot, whatever ancestry says.
         cols = ops.arange(length, dtype="int32")[None, :]
         now = ops.logical_and(cols >= time, cols < time + steps)
-        own = (ops.arange(rows, dtype="int32") % beams)[:, None]
+        own = (ops.arange(rows, dtype="int32") % width)[:, None]
         ancestry = ops.where(now, own, ops.cast(ancestry, "int32"))
-        slots = ops.arange(beams, dtype="int32")[None, None, None, :, None]
-        ancestry = ops.reshape(ancestry, (batch, beams, 1, 1, length))
+        slots = ops.arange(width, dtype="int32")[None, None, None, :, None]
+        ancestry = ops.reshape(ancestry, (batch, width, 1, 1, length))
         causal = _causal_from(time, steps, length)[None, None, :, None, :]
         allowed = ops.logical_and(ops.equal(ancestry, slots), causal)  # [b, i, j, s, t]
-        allowed = ops.reshape(allowed, (batch, 1, beams * steps, beams * length))
+        allowed = ops.reshape(allowed, (batch, 1, width * steps, width * length))
         weights = tf.nn.softmax(ops.where(allowed, scores, MASK_BIAS), axis=-1)
-        weights = ops.reshape(weights, (batch, heads, beams * steps, beams, length))
+        weights = ops.reshape(weights, (batch, heads, width * steps, width, length))
         weights = ops.reshape(
-            ops.transpose(weights, (0, 3, 1, 2, 4)), (rows, heads, beams * steps, length)
+            ops.transpose(weights, (0, 3, 1, 2, 4)), (rows, heads, width * steps, length)
         )
         context = ops.matmul(ops.cast(weights, self.compute_dtype), cache.values)
-        context = ops.sum(ops.reshape(context, (batch, beams, heads, beams, steps, depth)), 1)
+        context = ops.sum(ops.reshape(context, (batch, width, heads, width, steps, depth)), 1)
         context = ops.reshape(ops.transpose(context, (0, 2, 3, 1, 4)), (-1, hp.num_units))
         return ops.reshape(self.output_dense(context), (rows, steps, hp.output_dim)), cache
 
