@@ -7,12 +7,14 @@ past a truncated newest checkpoint ends with the weights of a run that was never
 import logging
 import os
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import texkit as tx
-from texkit.run.checkpoints import check_checkpoint_list, resume
+from texkit.run.callbacks import Checkpointer, DivergenceGuard, RunProgress
+from texkit.run.checkpoints import RunCheckpoints, check_checkpoint_list, resume
 
 from .toy_experiment import toy_experiment as experiment
 
@@ -140,3 +142,32 @@ def test_a_run_resumes_past_a_truncated_newest_checkpoint_to_the_same_weights(tm
         np.testing.assert_array_equal(a, b)
     # ckpt-30 was written again, whole.
     assert tx.run.Trainer.from_hparams(hparams).restore() == 30
+
+
+def _compiled_model():
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    model.optimizer.build(model.trainable_variables)
+    return model
+
+
+def test_checkpointing_stands_apart_from_the_trainer(tmp_path):
+    # The Checkpointer holds the run's checkpoints and the progress it shares, not a Trainer:
+    # a plain fit with it writes the checkpoints of the steps the progress says it covers.
+    model = _compiled_model()
+    checkpoints = RunCheckpoints(model, str(tmp_path), keep=2)
+    progress = RunProgress(step=10)
+    progress.start_fit(begin=10, first_epoch=2, length=5)
+    x = np.zeros((20, 2), "float32")
+    model.fit(
+        x, x[:, :1], batch_size=2, initial_epoch=2, epochs=4, steps_per_epoch=5, verbose=0,
+        callbacks=[DivergenceGuard(progress), Checkpointer(checkpoints, progress)],
+    )  # fmt: skip
+    assert sorted(p for p in os.listdir(tmp_path) if p.endswith(".index")) == [
+        "ckpt-15.index",
+        "ckpt-20.index",
+    ]
+    assert progress.diverged_at is None
+    restored = RunCheckpoints(_compiled_model(), str(tmp_path), keep=2)
+    assert restored.resume() == (20, checkpoints.latest)
+    assert restored.restore(os.path.join(str(tmp_path), "ckpt-15")) == 15

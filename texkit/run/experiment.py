@@ -24,6 +24,7 @@ A YAML file can only *name* code, never import it: ``type`` resolves through
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -47,6 +48,7 @@ from texkit.run.run_config import RUN_HPARAMS_DOC, check_run_hparams, default_ru
 __all__ = [
     "Data",
     "EXPERIMENT_HPARAMS_DOC",
+    "build_experiment",
     "data_builder",
     "default_experiment_hparams",
     "model_builder",
@@ -196,28 +198,32 @@ def resolve_builder(name: Any, kind: str, path: str) -> Callable:
     return target
 
 
+# The sections of an experiment that configure the run: each one's defaults and documentation.
+_RUN_SECTIONS = {
+    "optimization": (default_optimization_hparams, OPTIMIZATION_HPARAMS_DOC),
+    "distribution": (default_distribution_hparams, DISTRIBUTION_HPARAMS_DOC),
+    "run": (default_run_hparams, RUN_HPARAMS_DOC),
+}
+
 EXPERIMENT_HPARAMS_DOC = {
     "model.type": "The registered model builder (texkit.run.model_builder).",
     "model.hparams": "The model builder's hparams (validated against its defaults).",
     "data.type": "The registered data builder (texkit.run.data_builder).",
     "data.hparams": "The data builder's hparams (validated against its defaults).",
-    **{f"optimization.{k}": v for k, v in OPTIMIZATION_HPARAMS_DOC.items()},
-    **{f"distribution.{k}": v for k, v in DISTRIBUTION_HPARAMS_DOC.items()},
-    **{f"run.{k}": v for k, v in RUN_HPARAMS_DOC.items()},
+    **{
+        f"{section}.{key}": doc
+        for section, (_, docs) in _RUN_SECTIONS.items()
+        for key, doc in docs.items()
+    },
     "name": "Name of the experiment.",
 }
 
 
 def default_experiment_hparams() -> dict:
     """Defaults of an experiment file (see the module docstring); ``run`` is the Trainer's."""
-    return {
-        "model": {"type": None, "hparams": {}},
-        "data": {"type": None, "hparams": {}},
-        "optimization": default_optimization_hparams(),
-        "distribution": default_distribution_hparams(),
-        "run": default_run_hparams(),
-        "name": "experiment",
-    }
+    builders = {kind: {"type": None, "hparams": {}} for kind in ("model", "data")}
+    sections = {section: defaults() for section, (defaults, _) in _RUN_SECTIONS.items()}
+    return {**builders, **sections, "name": "experiment"}
 
 
 def validate_experiment(hparams: Mapping | HParams) -> HParams:
@@ -261,3 +267,35 @@ def validate_experiment(hparams: Mapping | HParams) -> HParams:
 
 def _nested(kind: str, path: str) -> str:
     return f"{kind}.hparams.{path}" if path else f"{kind}.hparams"
+
+
+@contextlib.contextmanager
+def _naming_the_builder(name: str, section: str) -> Iterator[None]:
+    """A builder's own ValueError or TypeError (not an HParamsError, which names its key) says
+    which builder and section it came from."""
+    try:
+        yield
+    except HParamsError:
+        raise
+    except (ValueError, TypeError) as error:
+        message = f"the {section} builder {name!r} failed with its {section}.hparams: {error}"
+        try:
+            named = type(error)(message)
+        except Exception:  # noqa: BLE001 - a type that takes other arguments
+            named = ValueError(message)
+        raise named from error
+
+
+def build_experiment(hp: HParams) -> tuple[Any, Callable[[], Any]]:
+    """The data of a validated experiment (its data builder called now) and a ``model_fn`` that
+    calls its model builder on them; a builder's own error names the builder."""
+    data_fn = resolve_builder(hp.data.type, "data", "data.type")
+    build_model = resolve_builder(hp.model.type, "model", "model.type")
+    with _naming_the_builder(hp.data.type, "data"):
+        data = data_fn(hp.data.hparams)
+
+    def model_fn() -> Any:
+        with _naming_the_builder(hp.model.type, "model"):
+            return build_model(hp.model.hparams, data)
+
+    return data, model_fn

@@ -1,5 +1,8 @@
 """Serving export: a SavedModel written beside its destination, then moved into place.
 
+:func:`export_model` makes the serving function of a trained model (with its preprocessor in
+front, if any) and :func:`export_saved_model` writes it.
+
 ``export_saved_model`` never deletes what texkit did not write:
 
 - an output folder that does not exist, or is empty, is written;
@@ -21,12 +24,15 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import keras
 import tensorflow as tf
 
-__all__ = ["SAVED_MODEL_ENTRIES", "check_export_path", "export_saved_model"]
+from texkit.run.inputs import features_spec, zeros_like_spec
+
+__all__ = ["SAVED_MODEL_ENTRIES", "check_export_path", "export_model", "export_saved_model"]
 
 # What tf.saved_model / keras.export write into a SavedModel folder, and nothing else.
 SAVED_MODEL_ENTRIES = frozenset(
@@ -121,3 +127,59 @@ def export_saved_model(
             _remove_empty_folder(path)
         tf.io.gfile.rename(temporary, path)
     return path
+
+
+def export_model(
+    model: keras.Model,
+    path: str,
+    data: Mapping,
+    preprocessor: Any = None,
+    overwrite: bool = False,
+) -> str:
+    """Writes a SavedModel serving ``model``, trained on ``data``; returns ``path``.
+
+    Its ``serve`` endpoint (also the ``serving_default`` signature) takes raw inputs, as
+    ``preprocessor.serving_input_signature`` describes, when there is a preprocessor (given
+    here, or the data's ``preprocessor``), and the model's own inputs otherwise: a functional
+    model's, else the features of the data's batches (their batch size left open).
+
+    Raises:
+        FileExistsError: ``path`` is a file, or a folder that may not be replaced.
+        ValueError: the preprocessor has no ``serving_input_signature``.
+    """
+    check_export_path(path, overwrite)  # before any tracing: a refusal costs nothing
+    preprocessor = preprocessor or getattr(data, "preprocessor", None)
+    if preprocessor is not None:
+        signature = getattr(preprocessor, "serving_input_signature", None)
+        if signature is None:
+            raise ValueError(
+                f"the preprocessor {preprocessor!r} has no serving_input_signature: give it "
+                "one (a tf.TensorSpec or a dict of them) to export raw-input serving"
+            )
+        if isinstance(preprocessor, keras.layers.Layer) and not preprocessor.built:
+            preprocessor(zeros_like_spec(signature))  # builds it, as export requires
+        tracked = [model, preprocessor]
+
+        def serve(inputs: Any) -> Any:
+            return model(preprocessor(inputs), training=False)
+
+    else:
+        signature = _model_input_signature(model, data)
+        tracked = [model]
+
+        def serve(inputs: Any) -> Any:
+            return model(inputs, training=False)
+
+    return export_saved_model(path, serve, signature, tracked, overwrite=overwrite)
+
+
+def _model_input_signature(model: keras.Model, data: Mapping) -> Any:
+    try:
+        inputs = model.input  # a functional model's inputs, in their structure
+    except (AttributeError, ValueError):
+        inputs = None  # a subclassed model: the data's specs say what it takes
+    if inputs is not None:
+        return tf.nest.map_structure(lambda t: tf.TensorSpec(t.shape, t.dtype, name=t.name), inputs)
+    return tf.nest.map_structure(
+        lambda s: tf.TensorSpec([None, *s.shape[1:]], s.dtype, name=s.name), features_spec(data)
+    )

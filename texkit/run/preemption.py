@@ -34,8 +34,10 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-import keras
 import tensorflow as tf
+
+from texkit.run.callbacks import RunProgress, StepCounting
+from texkit.run.checkpoints import RunCheckpoints
 
 __all__ = ["EXIT_CODE", "Preempted", "PreemptionCheckpointer", "WorkerLost", "catch_sigterm"]
 
@@ -152,28 +154,37 @@ def _agreement(strategy: tf.distribute.Strategy) -> Callable[[bool], bool]:
     return lambda requested: bool(total(tf.constant(1.0 if requested else 0.0)) > 0)
 
 
-class PreemptionCheckpointer(keras.callbacks.Callback):
+class PreemptionCheckpointer(StepCounting):
     """After each execution of the train step: if any worker got SIGTERM, saves a checkpoint
-    at this step through ``trainer.save(step)`` and raises :class:`Preempted`."""
+    at this step through ``checkpoints``, records it as ``progress.step`` and raises
+    :class:`Preempted`.
 
-    def __init__(self, trainer: Any, flag: _Flag, guard: Any):
-        super().__init__()
-        self.trainer = trainer
+    Args:
+        checkpoints: the run's checkpoints.
+        progress: the progress the Trainer and its callbacks share.
+        flag: set by :func:`catch_sigterm` when this process got SIGTERM.
+        strategy: the run's strategy, whose workers agree to stop together.
+    """
+
+    def __init__(
+        self,
+        checkpoints: RunCheckpoints,
+        progress: RunProgress,
+        flag: _Flag,
+        strategy: tf.distribute.Strategy,
+    ):
+        super().__init__(progress)
+        self.checkpoints = checkpoints
         self.flag = flag
-        self.guard = guard
-        self.agree = _agreement(trainer.strategy)
-        self.epoch_start = 0
-        self.step_of_epoch: Callable[[int], int] = lambda epoch: 0
-
-    def on_epoch_begin(self, epoch: int, logs: Mapping | None = None) -> None:
-        self.epoch_start = self.step_of_epoch(epoch)
+        self.agree = _agreement(strategy)
 
     def on_train_batch_end(self, batch: int, logs: Mapping | None = None) -> None:
-        if not self.agree(self.flag.requested) or self.guard.diverged_at is not None:
+        # Every worker joins the agreement after every execution, in the same order.
+        if not self.agree(self.flag.requested) or self.progress.diverged_at is not None:
             return
-        step = self.epoch_start + batch + 1
-        path = self.trainer.save(step)
-        self.trainer.step = step
+        step = self.step_after(batch)
+        path = self.checkpoints.save(step)
+        self.progress.step = step
         kept = f"saved {path}" if path else "no model_dir: nothing saved"
         raise Preempted(
             f"preempted (SIGTERM) after step {step}; {kept}. Start the run again to resume.",

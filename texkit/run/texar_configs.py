@@ -187,6 +187,48 @@ def _transformer_lr(lr: Mapping, changes: list[Change]) -> dict:
     return section
 
 
+def _module_sections(
+    variables: Mapping[str, Any],
+    sections: Mapping[str, tuple[str, type]],
+    problems: Problems,
+    changes: list[Change],
+    used: set[str],
+) -> dict:
+    """The model builder's sections translated from the Texar variables that feed them."""
+    hparams: dict = {}
+    for section, (variable, module_class) in sections.items():
+        if variable not in variables:
+            continue
+        used.add(variable)
+        with problems.check():
+            try:
+                translated, section_changes = from_texar(variables[variable], module_class)
+            except HParamsError as error:
+                raise error.relocated(lambda path, s=section: f"model.hparams.{s}.{path}".rstrip(
+                    ".")) from None  # fmt: skip
+            hparams[section] = translated
+            changes += [c._replace(path=f"{variable}.{c.path}") for c in section_changes]
+    return hparams
+
+
+def _optimization(
+    variables: Mapping[str, Any], problems: Problems, changes: list[Change], used: set[str]
+) -> dict:
+    """The ``optimization`` section from Texar's ``opt`` and the Transformer script's ``lr``."""
+    optimization: dict = {}
+    if "opt" in variables:
+        used.add("opt")
+        with problems.check():
+            section, opt_changes = optimization_from_texar(variables["opt"])
+            optimization.update(section)
+            changes += [c._replace(path=f"opt.{c.path}") for c in opt_changes]
+    if "lr" in variables and isinstance(variables["lr"], Mapping):
+        used.add("lr")
+        with problems.check():
+            optimization.update(_transformer_lr(variables["lr"], changes))
+    return optimization
+
+
 def experiment_from_texar(
     variables: Mapping[str, Any],
     model: str,
@@ -220,19 +262,7 @@ def experiment_from_texar(
     problems = Problems()
     changes: list[Change] = []
     used: set[str] = set()
-    hparams: dict = {}
-    for section, (variable, module_class) in sections.items():
-        if variable not in variables:
-            continue
-        used.add(variable)
-        with problems.check():
-            try:
-                translated, section_changes = from_texar(variables[variable], module_class)
-            except HParamsError as error:
-                raise error.relocated(lambda path, s=section: f"model.hparams.{s}.{path}".rstrip(
-                    ".")) from None  # fmt: skip
-            hparams[section] = translated
-            changes += [c._replace(path=f"{variable}.{c.path}") for c in section_changes]
+    hparams = _module_sections(variables, sections, problems, changes, used)
     experiment = copy.deepcopy(dict(base or {}))
     experiment["model"] = {"type": model, "hparams": hparams}
     for name, section in experiment.items():
@@ -245,17 +275,7 @@ def experiment_from_texar(
     if data is not None:
         resolve_builder(data, "data", "--data")
         experiment["data"] = {"type": data}
-    optimization: dict = {}
-    if "opt" in variables:
-        used.add("opt")
-        with problems.check():
-            section, opt_changes = optimization_from_texar(variables["opt"])
-            optimization.update(section)
-            changes += [c._replace(path=f"opt.{c.path}") for c in opt_changes]
-    if "lr" in variables and isinstance(variables["lr"], Mapping):
-        used.add("lr")
-        with problems.check():
-            optimization.update(_transformer_lr(variables["lr"], changes))
+    optimization = _optimization(variables, problems, changes, used)
     if optimization:
         experiment["optimization"] = optimization
     confidence = variables.get("loss_label_confidence")

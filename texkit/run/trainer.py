@@ -38,94 +38,56 @@ The whole resolved experiment is written to ``model_dir/hparams.yaml`` when trai
 after the latest checkpoint (if any) was restored: a resume that fails leaves the record as it was;
 ``texkit evaluate|predict|export`` read it back.
 
-(About 730 lines: the Trainer class is one object whose methods share the strategy, the model,
-the checkpoint manager and the data; its settings, callbacks, checkpoint files and export live
-beside it in ``run_config.py``, ``callbacks.py``, ``checkpoints.py`` and ``export.py``.)
+The Trainer holds the strategy, the model, the data and the run's
+:class:`~texkit.run.checkpoints.RunCheckpoints`, and runs the ``fit`` loop; the rest lives beside
+it: its settings in ``run_config.py``, compiling the model in ``compiling.py``, what the strategy
+allows in ``strategy_checks.py``, reading the splits in ``inputs.py``, its callbacks (which hold
+the checkpoints and the :class:`~texkit.run.callbacks.RunProgress` they share with the Trainer,
+never the Trainer) in ``callbacks.py`` and ``preemption.py``, and serving export in
+``export.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
-import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import keras
 import tensorflow as tf
 
-from texkit import _compat, registry
+from texkit import _compat
 from texkit.hparams import HParams, HParamsError, hparams_scope
 from texkit.run import preemption, readiness
-from texkit.run.callbacks import Checkpointer, DivergenceGuard, EarlyStopping
-from texkit.run.checkpoints import (
-    check_checkpoint_list,
-    checkpoint_step,
-    remove_temporaries,
-    restore_checkpoint,
-    resume,
+from texkit.run.callbacks import (
+    Checkpointer,
+    DivergenceGuard,
+    EarlyStopping,
+    RunProgress,
+    TrainingDiverged,
 )
+from texkit.run.checkpoints import RunCheckpoints, checkpoint_step, write_record
+from texkit.run.checkpoints import check_writable_folder as check_writable_folder
+from texkit.run.compiling import compile_model, precision_policy, scale_own_loss
 from texkit.run.distribution import strategy_from_hparams
-from texkit.run.experiment import default_experiment_hparams, resolve_builder, validate_experiment
-from texkit.run.export import check_export_path, export_saved_model
+from texkit.run.experiment import build_experiment, default_experiment_hparams, validate_experiment
+from texkit.run.export import export_model
+from texkit.run.inputs import (
+    check_files_unchanged,
+    features_spec,
+    read_split,
+    split_source,
+    zeros_like_spec,
+)
 from texkit.run.optimization import optimizer_from_hparams
-from texkit.run.run_config import build_metric, check_run_hparams
+from texkit.run.run_config import check_run_hparams
+from texkit.run.strategy_checks import check_jit_compile, check_steps_per_execution, task_of
 
 __all__ = ["Preempted", "Trainer", "TrainingDiverged", "WorkerLost", "checkpoint_step"]
 
 Preempted = preemption.Preempted
 WorkerLost = preemption.WorkerLost
-
-
-class TrainingDiverged(FloatingPointError):
-    """The loss became NaN or infinite; ``step`` is where, ``checkpoint`` the last good one."""
-
-    def __init__(self, message: str, step: int, checkpoint: str | None):
-        super().__init__(message)
-        self.step = step
-        self.checkpoint = checkpoint
-
-
-@contextlib.contextmanager
-def _dtype_policy(name: str) -> Iterator[None]:
-    previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(name)
-    try:
-        yield
-    finally:
-        keras.config.set_dtype_policy(previous)
-
-
-def _task(strategy: tf.distribute.Strategy) -> tuple[bool, int]:
-    """(whether this process is the chief, its task id) under ``strategy``."""
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is None or not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-        return True, 0
-    cluster = resolver.cluster_spec().as_dict()
-    task_type, task_id = resolver.task_type, resolver.task_id or 0
-    if not cluster or task_type is None:
-        return True, 0
-    if "chief" in cluster:
-        return task_type == "chief", task_id
-    return task_type == "worker" and task_id == 0, task_id
-
-
-def check_writable_folder(path: str, key: str) -> None:
-    """Raises :class:`HParamsError` naming ``key`` when ``path`` is not a folder texkit can
-    write in: a file, a folder that cannot be created, or one without write permission
-    (checked by writing and removing a small file, before any training step)."""
-    if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
-        raise HParamsError(f"{path!r} is a file; give a folder", key)
-    try:
-        tf.io.gfile.makedirs(path)
-        probe = os.path.join(path, f".texkit-write-check-{uuid.uuid4().hex[:12]}")
-        with tf.io.gfile.GFile(probe, "w") as f:
-            f.write("ok")
-        tf.io.gfile.remove(probe)
-    except (tf.errors.OpError, OSError) as error:
-        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise HParamsError(f"cannot write in {path!r}: {reason}", key) from None
 
 
 class Trainer:
@@ -170,33 +132,27 @@ class Trainer:
             strategy = _strategy(self.hparams)
             _seed(self.hparams)
         self.strategy = strategy
-        _check_jit_compile(run, strategy)
-        self.is_chief, self._task_id = _task(self.strategy)
-        self._check_steps_per_execution()
-        with _dtype_policy(run.precision), self.strategy.scope():
+        check_jit_compile(run, strategy)
+        self.is_chief, task_id = task_of(self.strategy)
+        check_steps_per_execution(self.hparams, self.strategy, self.data)
+        with precision_policy(run.precision), self.strategy.scope():
             model = model_fn()
             if not isinstance(model, keras.Model):
                 raise TypeError(f"model_fn must return a keras.Model, got {type(model).__name__}")
             self.model = model
-            self._compile()
+            compile_model(model, self.hparams)
             if not model.built:
-                self._build_from_data()
+                # Zeros of the batch's shapes: reading a batch would advance the data's shuffling.
+                model(zeros_like_spec(features_spec(self.data)), training=False)
             model.optimizer.build(model.trainable_variables)
-        if not _defines_no_loss(model) and _overrides_compute_loss(model):
-            model.compute_loss = _mean_over_replicas(model.compute_loss)
+        scale_own_loss(model)
         _compat.build_model_from_specs(self.model, self.strategy)
         if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
             _compat.average_scalar_logs_across_workers()
-        self._checkpoint = tf.train.Checkpoint(
-            model=self.model, optimizer=self.model.optimizer, rng=_random_states(self.model)
+        self.checkpoints = RunCheckpoints(
+            self.model, run.model_dir, run.keep_checkpoints, self.is_chief, task_id
         )
-        self._manager = None
-        if run.model_dir:
-            check_checkpoint_list(self._write_dir())
-            self._manager = tf.train.CheckpointManager(
-                self._checkpoint, self._write_dir(), max_to_keep=run.keep_checkpoints
-            )
-        self.step = 0
+        self._progress = RunProgress()
 
     @classmethod
     def from_hparams(cls, hparams: Any) -> Trainer:
@@ -206,132 +162,32 @@ class Trainer:
         before any data is read.
         """
         hp = validate_experiment(hparams)
-        data_fn = resolve_builder(hp.data.type, "data", "data.type")
-        model_builder = resolve_builder(hp.model.type, "model", "model.type")
         # Multi-worker collectives must be set up before the data touches TensorFlow.
         strategy = _strategy(hp)
         _seed(hp)  # before the data, whose shuffling draws on TensorFlow's global seed
-        with _naming_the_builder(hp.data.type, "data"):
-            data = data_fn(hp.data.hparams)
-
-        def model_fn() -> keras.Model:
-            with _naming_the_builder(hp.model.type, "model"):
-                return model_builder(hp.model.hparams, data)
-
+        data, model_fn = build_experiment(hp)
         return cls(model_fn, data, hp, strategy=strategy)
 
-    # -- building --------------------------------------------------------------------------------
+    @property
+    def step(self) -> int:
+        """The optimizer step the model is at: where training stopped, or of the checkpoint
+        restored."""
+        return self._progress.step
 
-    def _check_steps_per_execution(self) -> None:
-        """Several steps per execution under a collective all-reduce of several workers need
-        fixed batch shapes; Keras' gradient accumulation does not run under one."""
-        spe = self.hparams.run.steps_per_execution
-        strategy = self.strategy
-        collective = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or (
-            isinstance(strategy, tf.distribute.MirroredStrategy)
-            and strategy.num_replicas_in_sync > 1
-        )
-        accumulation = self.hparams.optimization.gradient_accumulation_steps
-        if collective and accumulation > 1:
-            raise HParamsError(
-                f"Keras' gradient accumulation cannot run under {type(strategy).__name__} with "
-                f"{strategy.num_replicas_in_sync} replicas (its update all-reduces inside a "
-                "tf.cond: 'merge_call called while defining a new graph'); use 1 and a global "
-                "batch that many times larger (more replicas carry it)",
-                "optimization.gradient_accumulation_steps",
-            )
-        if spe == 1 or not collective:
-            return
-        # Keys assigned when tracing must come in the same order on every worker: in one process
-        # (mirrored) they do; across workers only if no batch shape makes one of them retrace.
-        workers = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
-        for split in ("train", "eval") if workers else ():
-            if split not in self.data:
-                continue
-            need = (
-                f"{spe} steps per execution under {type(strategy).__name__} need batches of "
-                "fixed shapes (drop_remainder, sequences padded to one length); use 1, or fix "
-                "the shapes"
-            )
-            try:
-                spec = readiness.replica_batch_spec(
-                    _source(self.data[split], split), split, strategy
-                )
-            except ValueError as error:
-                raise HParamsError(f"{need}: {error}", "run.steps_per_execution") from None
-            for leaf in tf.nest.flatten(spec):
-                if not leaf.shape.is_fully_defined():
-                    raise HParamsError(
-                        f"{need}: data split {split!r} has a feature of shape {leaf.shape}",
-                        "run.steps_per_execution",
-                    )
-        _compat.trace_time_collective_keys()
-
-    def _compile(self) -> None:
-        run = self.hparams.run
-        loss = None
-        if run.loss.type is not None:
-            loss = registry.resolve(run.loss.type)(**run.loss.kwargs.todict())
-        elif _defines_no_loss(self.model):
-            raise HParamsError(
-                f"the model {self.model.name!r} defines no loss: override compute_loss, call "
-                "add_loss, or name a Keras loss here",
-                "run.loss.type",
-            )
-        metrics = [build_metric(spec, f"run.metrics.{i}") for i, spec in enumerate(run.metrics)]
-        metrics = [m() if callable(m) else m for m in metrics]
-        self.model.compile(
-            optimizer=optimizer_from_hparams(self.hparams.optimization),
-            loss=loss,
-            metrics=metrics or None,
-            jit_compile="auto" if run.jit_compile is None else run.jit_compile,
-            steps_per_execution=run.steps_per_execution,
-        )
-
-    def _features_spec(self) -> Any:
-        """The spec of the features of one batch of the train split (else the first split)."""
-        split = "train" if "train" in self.data else next(iter(self.data), None)
-        if split is None:
-            raise ValueError("the data has no split to take the model's input shapes from")
-        spec = _plain_dataset(self.data[split], split).element_spec
-        return spec[0] if isinstance(spec, tuple) else spec
-
-    def _build_from_data(self) -> None:
-        # Zeros of the batch's shapes: reading a batch would advance the data's shuffling.
-        self.model(_zeros_like_spec(self._features_spec()), training=False)
-
-    def _write_dir(self) -> str:
-        model_dir = self.hparams.run.model_dir
-        if self.is_chief:
-            return model_dir
-        # Every worker takes part in saving; only the chief's copy is kept.
-        return os.path.join(model_dir, f".worker-{self._task_id}")
+    @step.setter
+    def step(self, step: int) -> None:
+        self._progress.step = step
 
     # -- checkpoints -----------------------------------------------------------------------------
 
     @property
     def latest_checkpoint(self) -> str | None:
         """The newest ``ckpt-<step>`` in ``model_dir`` (None without one)."""
-        model_dir = self.hparams.run.model_dir
-        return tf.train.latest_checkpoint(model_dir) if model_dir else None
+        return self.checkpoints.latest
 
     def save(self, step: int) -> str | None:
         """Writes ``model_dir/ckpt-<step>`` (every worker must call it); returns its path."""
-        if self._manager is None:
-            return None
-        try:
-            path = self._manager.save(checkpoint_number=step)
-        except (tf.errors.OpError, OSError) as error:
-            # A full or failing disk: TensorFlow leaves the half-written ckpt-<step>_temp folder.
-            remove_temporaries(self._write_dir(), f"ckpt-{step}_temp*")
-            reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
-            raise OSError(
-                f"cannot write checkpoint {step} in {self._write_dir()!r}: {reason} (the last "
-                "complete checkpoint is kept; resume from it once there is room)"
-            ) from error
-        if not self.is_chief:
-            tf.io.gfile.rmtree(self._write_dir())
-        return path
+        return self.checkpoints.save(step)
 
     def restore(self, checkpoint: str | None = None) -> int:
         """Loads a checkpoint (default: the latest) into the model and optimizer; returns its step.
@@ -342,51 +198,8 @@ class Trainer:
             ValueError: the checkpoint is not a texkit ``ckpt-<step>``, is unreadable, or does not
                 match the model; the message names it, and the model may not be used.
         """
-        path = checkpoint or self.latest_checkpoint
-        if path is None:
-            raise FileNotFoundError(f"no checkpoint in {self.hparams.run.model_dir!r}")
-        step = checkpoint_step(path)
-        if not tf.io.gfile.exists(f"{path}.index"):
-            raise FileNotFoundError(
-                f"checkpoint {path!r} does not exist (expected {path}.index and its data files)"
-            )
-        restore_checkpoint(self._checkpoint, path)
-        self.step = step
+        self.step = self.checkpoints.restore(checkpoint)
         return self.step
-
-    def _write_record(self) -> None:
-        """Writes ``model_dir/hparams.yaml`` whole or not at all (a temporary file, renamed)."""
-        model_dir = self.hparams.run.model_dir
-        tf.io.gfile.makedirs(model_dir)
-        path = os.path.join(model_dir, "hparams.yaml")
-        temporary = f"{path}.tmp-{uuid.uuid4().hex[:12]}"
-        try:
-            with tf.io.gfile.GFile(temporary, "w") as f:
-                f.write(self.hparams.to_yaml())
-            tf.io.gfile.rename(temporary, path, overwrite=True)
-        finally:
-            if tf.io.gfile.exists(temporary):
-                tf.io.gfile.remove(temporary)
-
-    # -- data ------------------------------------------------------------------------------------
-
-    def _input(self, split: str, start_step: int | None = None) -> Any:
-        if split not in self.data:
-            raise KeyError(f"the data has no {split!r} split; it has {sorted(self.data)}")
-        source = _source(self.data[split], split)
-        if isinstance(source, tf.data.Dataset):
-            return source if start_step is None else source.repeat().skip(start_step)
-
-        def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
-            dataset = source(context)
-            if not isinstance(dataset, tf.data.Dataset):
-                raise TypeError(
-                    f"data split {split!r}: the function returned {type(dataset).__name__}, "
-                    "not a tf.data.Dataset"
-                )
-            return dataset if start_step is None else dataset.repeat().skip(start_step)
-
-        return self.strategy.distribute_datasets_from_function(dataset_fn)
 
     # -- running ---------------------------------------------------------------------------------
 
@@ -404,19 +217,50 @@ class Trainer:
                 last good checkpoint, which is kept.
         """
         run = self.hparams.run
-        if run.model_dir and self.is_chief:
-            check_writable_folder(run.model_dir, "run.model_dir")
-            # A run killed while saving leaves ckpt-<step>_temp folders: TensorFlow's, not data.
-            remove_temporaries(run.model_dir, "ckpt-*_temp*")
-        start, resumed_from = 0, None
-        if run.model_dir:
-            start, resumed_from = resume(self._checkpoint, run.model_dir)
+        start = self._resume()
+        progress = self._progress = RunProgress(start)
+        own: list[keras.callbacks.Callback] = [
+            DivergenceGuard(progress),
+            Checkpointer(self.checkpoints, progress),
+        ]
+        with preemption.catch_sigterm() if run.preemption else contextlib.nullcontext() as flag:
+            if flag is not None:
+                own.append(
+                    preemption.PreemptionCheckpointer(
+                        self.checkpoints, progress, flag, self.strategy
+                    )
+                )
+            own += self._reporting_callbacks()
+            try:
+                history = self._fit(start, own + list(callbacks or []))
+            except tf.errors.OpError as error:
+                lost = None
+                if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
+                    this_task = (
+                        f"{self.strategy.cluster_resolver.task_type} {self.checkpoints.task_id}"
+                    )
+                    lost = preemption.worker_lost(error, self.latest_checkpoint, this_task)
+                if lost is None:
+                    check_files_unchanged(self.data, error)
+                    raise
+                raise lost from error
+        if progress.diverged_at is not None:
+            raise TrainingDiverged.at(
+                progress.diverged_at, run.steps_per_execution, self.latest_checkpoint
+            )
+        return history
+
+    def _resume(self) -> int:
+        """Restores the newest readable checkpoint of ``model_dir`` (if any), writes the run's
+        record and returns the step to start from."""
+        run = self.hparams.run
+        self.checkpoints.prepare("run.model_dir")
+        start, resumed_from = self.checkpoints.resume()
         if resumed_from is not None:
             self.step = start
         if start and run.verbose:
             print(f"texkit: resuming from {resumed_from} (step {start})")
-        interval, total = run.checkpoint_every_steps, run.train_steps
-        if start % run.steps_per_execution and start < total:
+        if start % run.steps_per_execution and start < run.train_steps:
             raise HParamsError(
                 f"the checkpoint to resume from is at step {start}, which is not a multiple of "
                 f"{run.steps_per_execution}: resume with the steps_per_execution of the run that "
@@ -426,64 +270,32 @@ class Trainer:
         if run.model_dir and self.is_chief:
             # Only once the run can go on: a resume that fails leaves the record of the run
             # that wrote the checkpoints as it was.
-            self._write_record()
-        eval_every = interval if run.eval_every_steps is None else run.eval_every_steps
-        evaluate = bool(eval_every) and "eval" in self.data
-        guard = DivergenceGuard(run.steps_per_execution)
-        own: list[keras.callbacks.Callback] = [guard, Checkpointer(self, guard)]
-        with preemption.catch_sigterm() if run.preemption else contextlib.nullcontext() as flag:
-            if flag is not None:
-                own.append(preemption.PreemptionCheckpointer(self, flag, guard))
-            counted = list(own)  # the callbacks that count steps
-            if run.early_stopping.patience:
-                own.append(
-                    EarlyStopping(
-                        monitor=run.early_stopping.monitor,
-                        patience=run.early_stopping.patience,
-                        mode=run.early_stopping.mode,
-                        min_delta=run.early_stopping.min_delta,
-                    )
+            write_record(run.model_dir, self.hparams.to_yaml())
+        return start
+
+    def _reporting_callbacks(self) -> list[keras.callbacks.Callback]:
+        """Early stopping and TensorBoard, as ``run`` asks."""
+        run = self.hparams.run
+        callbacks: list[keras.callbacks.Callback] = []
+        if run.early_stopping.patience:
+            callbacks.append(
+                EarlyStopping(
+                    monitor=run.early_stopping.monitor,
+                    patience=run.early_stopping.patience,
+                    mode=run.early_stopping.mode,
+                    min_delta=run.early_stopping.min_delta,
                 )
-            if run.tensorboard and run.model_dir and self.is_chief:
-                own.append(keras.callbacks.TensorBoard(os.path.join(run.model_dir, "logs")))
-            try:
-                history = self._fit(start, counted, own + list(callbacks or []), guard, evaluate)
-            except tf.errors.OpError as error:
-                lost = None
-                if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
-                    this_task = f"{self.strategy.cluster_resolver.task_type} {self._task_id}"
-                    lost = preemption.worker_lost(error, self.latest_checkpoint, this_task)
-                if lost is None:
-                    self._check_data_unchanged(error)
-                    raise
-                raise lost from error
-        if guard.diverged_at is not None:
-            raise self._diverged(guard)
-        return history
+            )
+        if run.tensorboard and run.model_dir and self.is_chief:
+            callbacks.append(keras.callbacks.TensorBoard(os.path.join(run.model_dir, "logs")))
+        return callbacks
 
-    def _check_data_unchanged(self, error: tf.errors.OpError) -> None:
-        """Raises ``ValueError`` naming the file when ``error`` came from an input file changed
-        since its texkit data was made (the pipeline's own check stops with an op error)."""
-        for source in self.data.values():
-            check = getattr(source, "check_files_unchanged", None)
-            if callable(check):
-                try:
-                    check()
-                except ValueError as changed:
-                    raise changed from error
-
-    def _fit(
-        self,
-        start: int,
-        counted: list[Any],
-        callbacks: list[Any],
-        guard: DivergenceGuard,
-        evaluate: bool,
-    ) -> dict[str, list[float]]:
+    def _fit(self, start: int, callbacks: list[Any]) -> dict[str, list[float]]:
         """Runs ``fit`` from step ``start`` to ``run.train_steps`` in checkpoint intervals."""
         run = self.hparams.run
         interval, total = run.checkpoint_every_steps, run.train_steps
         eval_every = interval if run.eval_every_steps is None else run.eval_every_steps
+        evaluate = bool(eval_every) and "eval" in self.data
         every = max(eval_every // interval, 1)
         full = total // interval * interval
         boundary = min(-(-start // interval) * interval, full)
@@ -496,23 +308,18 @@ class Trainer:
             (last, total, total - last, 1),
         ]
         history: dict[str, list[float]] = {}
-        self.step = start
+        progress = self._progress
         for begin, end, length, validation_freq in pieces:
             if begin >= end:
                 continue
             first_epoch = begin // interval
-
-            def step_of(epoch: int, first_epoch=first_epoch, begin=begin, length=length) -> int:
-                return begin + (epoch - first_epoch) * length
-
-            for callback in counted:
-                callback.step_of_epoch = step_of
+            progress.start_fit(begin, first_epoch, length)
             fit_history = self.model.fit(
-                self._input("train", start_step=begin),
+                read_split(self.data, "train", self.strategy, start_step=begin),
                 initial_epoch=first_epoch,
                 epochs=first_epoch + (end - begin) // length,
                 steps_per_epoch=length,
-                validation_data=self._input("eval") if evaluate else None,
+                validation_data=read_split(self.data, "eval", self.strategy) if evaluate else None,
                 validation_steps=run.eval_steps,
                 validation_freq=validation_freq,
                 callbacks=callbacks,
@@ -521,22 +328,10 @@ class Trainer:
             )
             for key, values in fit_history.history.items():
                 history.setdefault(key, []).extend(float(v) for v in values)
-            self.step = begin + len(fit_history.epoch) * length
-            if guard.diverged_at is not None or self.model.stop_training:
+            progress.step = begin + len(fit_history.epoch) * length
+            if progress.diverged_at is not None or self.model.stop_training:
                 break
         return history
-
-    def _diverged(self, guard: DivergenceGuard) -> TrainingDiverged:
-        step, spe = guard.diverged_at, guard.steps_per_execution
-        where = f"at step {step}" if spe == 1 else f"between steps {step - spe + 1} and {step}"
-        kept = self.latest_checkpoint
-        message = (
-            f"the training loss became NaN or infinite {where}; "
-            + (f"the last good checkpoint is {kept}." if kept else "no checkpoint was written.")
-            + " Lower the learning rate, clip gradients (optimization.gradient_clip) or check the "
-            "data of that step."
-        )
-        return TrainingDiverged(message, step, kept)
 
     def check_static_shapes(self, split: str = "train") -> str:
         """Compiles the step each replica runs with XLA on ``split``'s batches, as a TPU would;
@@ -550,9 +345,9 @@ class Trainer:
         Raises:
             ValueError: naming the feature or the op that breaks one of these.
         """
-        source = _source(self.data[split], split) if split in self.data else None
-        if source is None:
+        if split not in self.data:
             raise KeyError(f"the data has no {split!r} split; it has {sorted(self.data)}")
+        source = split_source(self.data[split], split)
         spec = readiness.replica_batch_spec(source, split, self.strategy)
         readiness.check_batch_spec(spec, split)
         return readiness.check_replica_step(
@@ -564,12 +359,16 @@ class Trainer:
 
     def evaluate(self, split: str = "eval", steps: int | None = None) -> dict[str, float]:
         """The model's loss and metrics on a split, as a dict."""
-        results = self.model.evaluate(self._input(split), steps=steps, return_dict=True, verbose=0)
+        results = self.model.evaluate(
+            read_split(self.data, split, self.strategy), steps=steps, return_dict=True, verbose=0
+        )
         return {key: float(value) for key, value in results.items()}
 
     def predict(self, split: str = "test", steps: int | None = None) -> Any:
         """The model's outputs on a split (labels, if the split has them, are ignored)."""
-        return self.model.predict(self._input(split), steps=steps, verbose=0)
+        return self.model.predict(
+            read_split(self.data, split, self.strategy), steps=steps, verbose=0
+        )
 
     def export(self, path: str, preprocessor: Any = None, overwrite: bool = False) -> str:
         """Writes a SavedModel for serving; returns ``path``.
@@ -584,90 +383,7 @@ class Trainer:
         Raises:
             FileExistsError: ``path`` is a file, or a folder that may not be replaced.
         """
-        check_export_path(path, overwrite)  # before any tracing: a refusal costs nothing
-        preprocessor = preprocessor or getattr(self.data, "preprocessor", None)
-        model = self.model
-        if preprocessor is not None:
-            signature = getattr(preprocessor, "serving_input_signature", None)
-            if signature is None:
-                raise ValueError(
-                    f"the preprocessor {preprocessor!r} has no serving_input_signature: give it "
-                    "one (a tf.TensorSpec or a dict of them) to export raw-input serving"
-                )
-            if isinstance(preprocessor, keras.layers.Layer) and not preprocessor.built:
-                preprocessor(_zeros_like_spec(signature))  # builds it, as export requires
-            tracked = [model, preprocessor]
-
-            def serve(inputs: Any) -> Any:
-                return model(preprocessor(inputs), training=False)
-
-        else:
-            signature = self._model_input_signature()
-            tracked = [model]
-
-            def serve(inputs: Any) -> Any:
-                return model(inputs, training=False)
-
-        return export_saved_model(path, serve, signature, tracked, overwrite=overwrite)
-
-    def _model_input_signature(self) -> Any:
-        try:
-            inputs = self.model.input  # a functional model's inputs, in their structure
-        except (AttributeError, ValueError):
-            inputs = None  # a subclassed model: the data's specs say what it takes
-        if inputs is not None:
-            return tf.nest.map_structure(
-                lambda t: tf.TensorSpec(t.shape, t.dtype, name=t.name), inputs
-            )
-        return tf.nest.map_structure(
-            lambda s: tf.TensorSpec([None, *s.shape[1:]], s.dtype, name=s.name),
-            self._features_spec(),
-        )
-
-
-@contextlib.contextmanager
-def _naming_the_builder(name: str, section: str) -> Iterator[None]:
-    """A builder's own ValueError or TypeError (not an HParamsError, which names its key) says
-    which builder and section it came from."""
-    try:
-        yield
-    except HParamsError:
-        raise
-    except (ValueError, TypeError) as error:
-        message = f"the {section} builder {name!r} failed with its {section}.hparams: {error}"
-        try:
-            named = type(error)(message)
-        except Exception:  # noqa: BLE001 - a type that takes other arguments
-            named = ValueError(message)
-        raise named from error
-
-
-def _zeros_like_spec(spec: Any) -> Any:
-    return tf.nest.map_structure(
-        lambda s: tf.zeros([1 if d is None else d for d in s.shape], s.dtype), spec
-    )
-
-
-def _check_jit_compile(run: HParams, strategy: tf.distribute.Strategy) -> None:
-    """Refuses ``run.jit_compile: true`` where Keras' XLA step cannot run: it compiles the whole
-    distributed step, and XLA compiles for one device with no cross-worker collectives."""
-    if run.jit_compile is not True:
-        return
-    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-        where = "under 'multi_worker' (its collectives have no XLA kernel)"
-    elif isinstance(strategy, tf.distribute.MirroredStrategy) and strategy.num_replicas_in_sync > 1:
-        where = (
-            f"under 'mirrored' on {strategy.num_replicas_in_sync} devices (XLA compiles a "
-            "function for one device)"
-        )
-    else:
-        return
-    raise HParamsError(
-        f"Keras cannot compile its distributed train step with XLA {where}: leave it None "
-        "(Keras then runs the step without XLA) or false; Trainer.check_static_shapes() still "
-        "compiles each replica's step with XLA, and type 'tpu' compiles the step itself",
-        "run.jit_compile",
-    )
+        return export_model(self.model, path, self.data, preprocessor, overwrite)
 
 
 def _seed(hp: HParams) -> None:
@@ -680,64 +396,3 @@ def _strategy(hp: HParams) -> tf.distribute.Strategy:
         tf.config.experimental.enable_op_determinism()
     with hparams_scope("distribution"):
         return strategy_from_hparams(hp.distribution)
-
-
-def _random_states(model: keras.Model) -> list[Any]:
-    """The states of the model's random generators (dropout's, for one), in the model's order.
-
-    ``tf.train.Checkpoint`` does not reach them through the model, yet a resumed run must draw
-    the same dropout masks as an uninterrupted one. They are saved by position, because Keras
-    numbers their names per process.
-    """
-    tracked = {id(v) for v in model.weights}
-    return [v for v in model.variables if id(v) not in tracked]
-
-
-def _overrides_compute_loss(model: keras.Model) -> bool:
-    compute_loss = getattr(type(model).compute_loss, "__func__", type(model).compute_loss)
-    return compute_loss is not keras.Model.compute_loss
-
-
-def _mean_over_replicas(compute_loss: Callable[..., Any]) -> Callable[..., Any]:
-    """A model's own ``compute_loss`` (the mean loss of the batch it is given), divided by the
-    number of replicas in sync, as Keras divides its own losses.
-
-    Each replica computes the loss of its part of the global batch; the gradients of the
-    replicas are then summed. Keras scales the losses it computes itself (compiled losses and
-    ``add_loss``) by ``1 / replicas`` so that the sum is the global batch's mean, and unscales
-    the value it logs; a model's own ``compute_loss`` made of plain ops is not scaled by Keras,
-    and would otherwise give gradients, and a logged loss, ``replicas`` times too large.
-    """
-
-    @functools.wraps(compute_loss)
-    def scaled(*args: Any, **kwargs: Any) -> Any:
-        loss = compute_loss(*args, **kwargs)
-        replicas = tf.distribute.get_strategy().num_replicas_in_sync
-        if loss is None or replicas == 1:
-            return loss
-        return loss * tf.cast(1.0 / replicas, loss.dtype)
-
-    return scaled
-
-
-def _defines_no_loss(model: keras.Model) -> bool:
-    compute_loss = getattr(type(model).compute_loss, "__func__", type(model).compute_loss)
-    return compute_loss is keras.Model.compute_loss and not model.losses
-
-
-def _source(source: Any, split: str) -> Any:
-    if not isinstance(source, tf.data.Dataset):
-        # texkit data: make_dataset(input_context) reads this worker's shard, afresh each call.
-        make = getattr(source, "make_dataset", None)
-        source = make if callable(make) else getattr(source, "dataset", source)
-    if isinstance(source, tf.data.Dataset) or callable(source):
-        return source
-    raise TypeError(
-        f"data split {split!r}: expected a tf.data.Dataset, a function input_context -> Dataset "
-        f"or texkit data (make_dataset or .dataset), got {type(source).__name__}"
-    )
-
-
-def _plain_dataset(source: Any, split: str) -> tf.data.Dataset:
-    source = _source(source, split)
-    return source if isinstance(source, tf.data.Dataset) else source(tf.distribute.InputContext())

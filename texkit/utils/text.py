@@ -1,7 +1,8 @@
-"""Helpers of training scripts: ids to text, special-token stripping, Texar's ``get_instance``.
+"""Text of training scripts: special-token stripping and joining tokens, as Texar's
+``strip_eos``, ``strip_bos``, ``strip_special_tokens`` and ``str_join``.
 
-The text helpers follow Texar's ``map_ids_to_strs``, ``strip_eos``, ``strip_bos``,
-``strip_special_tokens`` and ``str_join``, and work on two kinds of input:
+These helpers (and :func:`texkit.utils.ids.map_ids_to_strs`, built on them) work on two kinds of
+input:
 
 * TensorFlow tensors (dense or ragged, eager or in a graph: inside ``tf.function`` and
   ``tf.data.Dataset.map``), giving tensors: string tensors of sentences, or ragged tensors of
@@ -23,32 +24,21 @@ tokens, in this order:
 Empty tokens (the padding of a dense string tensor) are dropped too, and the remaining tokens are
 joined with single spaces, so sentences come back with normalized whitespace, as in Texar.
 
-Departures from Texar: Python 2's ``compat`` argument is gone; :func:`map_ids_to_strs` strips by
-default the special tokens of the vocabulary it is given (Texar: the literal ``"<PAD>"``,
-``"<BOS>"``, ``"<EOS>"``), strips before joining, so a token holding a space stays one token with
-``join=False``, and takes ``[max_time]`` or ``[batch, max_time]`` ids (Texar: any rank; for
-beam-search ids ``[batch, beam, max_time]`` pass ``ids[:, 0]`` or reshape to ``[batch * beam,
-max_time]``). Texar's code replaced PAD and BOS as substrings of the joined text (``"x<PAD> y"``
-became ``"xy"``, and a BOS anywhere was removed); here only whole tokens match, and BOS only at
-the start, as Texar documented.
+Departures from Texar: Python 2's ``compat`` argument is gone. Texar's code replaced PAD and BOS
+as substrings of the joined text (``"x<PAD> y"`` became ``"xy"``, and a BOS anywhere was
+removed); here only whole tokens match, and BOS only at the start, as Texar documented.
 """
 
 from __future__ import annotations
 
-import inspect
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from texkit import registry
-from texkit.errors import HParamsError
-
 __all__ = [
-    "get_instance",
-    "map_ids_to_strs",
     "str_join",
     "strip_bos",
     "strip_eos",
@@ -313,206 +303,3 @@ def str_join(tokens: Any, sep: str = " ") -> Any:
         joined = [sep.join(_text(t, "tokens") for t in row) for row in rows]
         return np.array(joined, dtype=object).reshape(tokens.shape[:-1])
     return _map_token_lists(tokens, sep.join, "tokens")
-
-
-def _check_vocab(vocab: Any) -> None:
-    needed = ("map_ids_to_tokens", "map_ids_to_tokens_py", "pad_token", "bos_token", "eos_token")
-    missing = [name for name in needed if not hasattr(vocab, name)]
-    if missing:
-        raise TypeError(
-            "vocab must be a texkit.data.Vocab (or have its map_ids_to_tokens, "
-            f"map_ids_to_tokens_py and pad/bos/eos tokens), got {type(vocab).__name__} "
-            f"without {', '.join(missing)}"
-        )
-
-
-def _special(strip: Any, default: str, what: str) -> str | None:
-    """``True``: the vocabulary's token; a string: that token; ``None``/``False``: none."""
-    return default if strip is True else _check_token(strip, what)
-
-
-def _is_id(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-def _id_rows(ids: Any) -> tuple[list[np.ndarray], bool]:
-    """The id sequences of NumPy or Python ``ids``, and whether ``ids`` is one sequence."""
-    if isinstance(ids, np.ndarray):
-        if not np.issubdtype(ids.dtype, np.integer):
-            raise TypeError(f"ids must be integer ids, got an array of dtype {ids.dtype}")
-        if ids.ndim not in (1, 2):
-            raise ValueError(
-                f"ids must be [max_time] or [batch, max_time], got shape {ids.shape}; for "
-                "beam-search ids [batch, beam, max_time], pass ids[:, 0] or reshape them"
-            )
-        return (list(ids) if ids.ndim == 2 else [ids]), ids.ndim == 1
-    if not isinstance(ids, Sequence) or _is_str(ids):
-        raise TypeError(
-            f"ids must be a tensor, an array or a (nested) list of int ids, got "
-            f"{type(ids).__name__}"
-        )
-    if all(_is_id(i) for i in ids):
-        return [np.asarray(ids, dtype=np.int64)], True
-    rows = []
-    for i, row in enumerate(ids):
-        row = np.asarray(row) if isinstance(row, (Sequence, np.ndarray)) else None
-        if row is None or row.ndim != 1 or (row.size and not np.issubdtype(row.dtype, np.integer)):
-            raise ValueError(
-                f"ids must be [max_time] or [batch, max_time] int ids: ids[{i}] is not a sequence "
-                "of ints (for beam-search ids [batch, beam, max_time], pass ids[:, 0])"
-            )
-        rows.append(row.astype(np.int64))
-    return rows, False
-
-
-def map_ids_to_strs(
-    ids: Any,
-    vocab: Any,
-    join: bool = True,
-    strip_pad: bool | str | None = True,
-    strip_bos: bool | str | None = True,
-    strip_eos: bool | str | None = True,
-    sep: str = " ",
-) -> Any:
-    """Turns ids into text: looks the tokens up, strips special tokens and joins the rest.
-
-    Args:
-        ids: ``[max_time]`` or ``[batch, max_time]`` int ids: a tensor (dense or ragged, also in
-            a graph), a NumPy array, or (nested, possibly ragged) lists.
-        vocab: a :class:`texkit.data.Vocab`.
-        join: join each sequence's tokens into one string with ``sep``.
-        strip_pad, strip_bos, strip_eos: ``True`` strips the vocabulary's special token, a string
-            strips that token, ``None`` or ``False`` strips nothing (see :mod:`texkit.utils`).
-        sep: the separator of the joined tokens.
-
-    Returns:
-        With ``join``: for tensor ids, a string tensor ``[]`` or ``[batch]``; otherwise a ``str``,
-        or a NumPy array of ``str`` (for an array) or a list of ``str`` (for lists). Without
-        ``join``: the tokens, as a ragged tensor ``[batch, None]`` (``[None]`` for one sequence),
-        or Python lists. In the graph, ids outside the vocabulary give its UNK token; in Python
-        they raise the vocabulary's ``ValueError``.
-
-    Raises:
-        TypeError: ``vocab`` is not a vocabulary, or ``ids`` are not integers.
-        ValueError: ``ids`` of another rank, or a bad token to strip.
-
-    Example:
-        >>> vocab = tx.data.Vocab.from_tokens(["a", "cat", "sat"])  # ids 4, 5, 6
-        >>> ids = [[1, 4, 5, 2, 0], [1, 6, 2, 0, 0]]
-        >>> map_ids_to_strs(ids, vocab)
-        ['a cat', 'sat']
-        >>> map_ids_to_strs(np.array(ids), vocab, join=False, strip_pad=False)
-        [['a', 'cat'], ['sat']]
-        >>> dataset = tf.data.Dataset.from_tensor_slices(ids).batch(2)
-        >>> [text.numpy() for text in dataset.map(lambda i: map_ids_to_strs(i, vocab))]
-        [array([b'a cat', b'sat'], dtype=object)]
-    """
-    _check_vocab(vocab)
-    if not isinstance(sep, str):
-        raise TypeError(f"sep must be a str, got {type(sep).__name__}")
-    pad = _special(strip_pad, vocab.pad_token, "strip_pad")
-    bos = _special(strip_bos, vocab.bos_token, "strip_bos")
-    eos = _special(strip_eos, vocab.eos_token, "strip_eos")
-    if _is_tensor(ids):
-        if not isinstance(ids, tf.RaggedTensor):
-            ids = tf.convert_to_tensor(ids)
-        if not ids.dtype.is_integer:
-            raise TypeError(f"ids must be integer ids, got dtype {ids.dtype.name}")
-        if ids.shape.rank not in (1, 2):
-            raise ValueError(
-                f"ids must be [max_time] or [batch, max_time], got shape {tuple(ids.shape)}; "
-                "for beam-search ids [batch, beam, max_time], pass ids[:, 0] or reshape them"
-            )
-        tokens = _strip_graph(vocab.map_ids_to_tokens(ids), pad, bos, eos)
-        return tf.strings.reduce_join(tokens, axis=-1, separator=sep) if join else tokens
-    rows, single = _id_rows(ids)
-    token_rows = [
-        _strip_list([_text(t, "token") for t in vocab.map_ids_to_tokens_py(row)], pad, bos, eos)
-        for row in rows
-    ]
-    if not join:
-        return token_rows[0] if single else token_rows
-    texts = [sep.join(tokens) for tokens in token_rows]
-    if single:
-        return texts[0]
-    return np.array(texts, dtype=object) if isinstance(ids, np.ndarray) else texts
-
-
-def get_instance(
-    class_or_name: type | str, kwargs: Mapping[str, Any] | None, module_paths: Any = None
-) -> Any:
-    """Creates an instance of a class given by itself or by name, as Texar's ``get_instance``.
-
-    A name resolves through :mod:`texkit.registry` only: a registered name (``"LSTMCell"``) or a
-    dotted path under one of its allowed namespaces (``"keras.layers.Dense"``). With
-    ``module_paths``, a name that does not resolve on its own is tried under each path in turn
-    (``"Dense"`` under ``"keras.layers"``); each path must itself lie in an allowed namespace.
-    Nothing else is imported, unlike Texar, which located any dotted path.
-
-    Args:
-        class_or_name: a class, or its registry name or dotted path.
-        kwargs: the constructor's keyword arguments (a mapping, an :class:`~texkit.HParams` or
-            ``None``); each must be a parameter of the constructor unless it takes ``**kwargs``.
-        module_paths: dotted module paths to try the name under, first match wins.
-
-    Returns:
-        ``cls(**kwargs)``.
-
-    Raises:
-        ValueError: the name resolves nowhere (the message says why for each try), or a kwarg
-            the class does not take (naming the ones it does).
-        TypeError: the name resolves to something other than a class, or ``kwargs`` is not a
-            mapping.
-
-    Example:
-        >>> layer = get_instance("Dense", {"units": 3}, module_paths=["keras.layers"])
-        >>> type(layer).__name__, layer.units
-        ('Dense', 3)
-    """
-    cls = _get_class(class_or_name, module_paths)
-    if kwargs is None:
-        kwargs = {}
-    elif hasattr(kwargs, "todict"):
-        kwargs = kwargs.todict()
-    if not isinstance(kwargs, Mapping):
-        raise TypeError(f"kwargs must be a mapping or None, got {type(kwargs).__name__}")
-    kwargs = dict(kwargs)
-    parameters = inspect.signature(cls).parameters
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-    accepted = [
-        name
-        for name, p in parameters.items()
-        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    ]
-    unknown = [key for key in kwargs if key not in accepted]
-    if unknown and not takes_any:
-        raise ValueError(
-            f"{cls.__module__}.{cls.__qualname__} takes no argument {', '.join(map(repr, unknown))}"
-            f"; it takes {', '.join(accepted) or 'none'}"
-        )
-    return cls(**kwargs)
-
-
-def _get_class(class_or_name: Any, module_paths: Any) -> type:
-    if inspect.isclass(class_or_name):
-        return class_or_name
-    if not isinstance(class_or_name, str) or not class_or_name:
-        raise TypeError(f"class_or_name must be a class or a name, got {class_or_name!r}")
-    if module_paths is None:
-        module_paths = []
-    elif isinstance(module_paths, str) or not isinstance(module_paths, Sequence):
-        raise TypeError(f"module_paths must be a list of dotted paths, got {module_paths!r}")
-    for path in module_paths:
-        if not isinstance(path, str) or not path:
-            raise TypeError(f"module_paths must hold dotted paths, got {path!r}")
-    failures = []
-    for candidate in [class_or_name] + [f"{path}.{class_or_name}" for path in module_paths]:
-        try:
-            found = registry.resolve(candidate)
-        except HParamsError as error:
-            failures.append(f"{candidate!r}: {error.message}")
-            continue
-        if not inspect.isclass(found):
-            raise TypeError(f"{candidate!r} is a function, not a class; get_instance makes objects")
-        return found
-    raise ValueError(f"cannot find class {class_or_name!r}: " + "; ".join(failures))
