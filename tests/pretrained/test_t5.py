@@ -10,7 +10,6 @@ not scale them) are then large, and float32 rounding in the softmax gives differ
 """
 
 import json
-import math
 import os
 import shutil
 
@@ -20,6 +19,7 @@ import tensorflow as tf
 from safetensors.numpy import load_file, save_file
 
 import texkit as tx
+from tests.core.test_relative_position import t5_bucket
 from texkit.core.relative_position import relative_position_bucket
 from texkit.modules import T5EncoderDecoder
 from texkit.pretrained import CheckpointError, load_checkpoint
@@ -108,23 +108,8 @@ def test_sampling_is_seeded_and_valid(variant):
     assert first.shape == (3, 6) and first.min() >= 0 and first.max() < 99
 
 
-def reference_bucket(relative, bidirectional, num_buckets, max_distance):
-    """T5's bucketing written from the paper's description, one position at a time."""
-    bucket = 0
-    if bidirectional:
-        num_buckets //= 2
-        if relative > 0:
-            bucket += num_buckets
-        distance = abs(relative)
-    else:
-        distance = max(-relative, 0)
-    exact = num_buckets // 2
-    if distance < exact:
-        return bucket + distance
-    large = exact + int(
-        math.log(distance / exact) / math.log(max_distance / exact) * (num_buckets - exact)
-    )
-    return bucket + min(large, num_buckets - 1)
+# T5's bucketing written from the paper's description, one position at a time.
+reference_bucket = t5_bucket
 
 
 @pytest.mark.parametrize("bidirectional", [True, False])
