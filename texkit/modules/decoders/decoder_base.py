@@ -93,6 +93,7 @@ from texkit.modules.decoders.strategies import OPTIONS, STRATEGY_TABLE, Strategy
 
 __all__ = ["STRATEGIES", "DecoderBase", "Inference"]
 
+# The built-in strategies' names; a row added to STRATEGY_TABLE later runs but is not listed here.
 STRATEGIES = tuple(STRATEGY_TABLE)
 
 # beam_search's checks: those of a strategy that decodes from start tokens.

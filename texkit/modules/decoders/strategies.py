@@ -24,7 +24,8 @@ top-1 sample is::
     STRATEGY_TABLE["infer_top1"] = Strategy(infer_top1, "start")
 
 after which ``decoder(decoding_strategy="infer_top1", start_tokens=..., end_token=...)`` runs it
-on every decoder (with the argument checks of its row).
+on every decoder (with the argument checks of its row). ``decoder_base.STRATEGIES`` names the
+built-in strategies only; the table is what the call reads.
 """
 
 from __future__ import annotations
