@@ -12,6 +12,13 @@ from texkit.core.layers import (
 from texkit.core.normalization import RMSNorm
 from texkit.core.relative_attention import RelativeAttention
 from texkit.core.relative_position import RelativePositionBias, relative_position_bucket
+from texkit.core.rotary import (
+    RotaryEmbedding,
+    apply_rotary,
+    rope_settings,
+    rotary_cos_sin,
+    rotary_inverse_frequencies,
+)
 
 __all__ = [
     "addressing_attention",
@@ -23,9 +30,14 @@ __all__ = [
     "RMSNorm",
     "RelativeAttention",
     "RelativePositionBias",
+    "RotaryEmbedding",
+    "apply_rotary",
     "get_activation",
     "get_initializer",
     "get_instance",
     "get_layer",
     "relative_position_bucket",
+    "rope_settings",
+    "rotary_cos_sin",
+    "rotary_inverse_frequencies",
 ]
