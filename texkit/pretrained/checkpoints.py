@@ -247,7 +247,7 @@ class CheckpointReader:
                 f"{self.file}: not a readable safetensors file ({error}); it may be truncated or "
                 "corrupt"
             ) from None
-        self.shapes = {}
+        self.keys, self.shapes = keys, {}  # keys: every entry, skipped ones too
         for key in keys:
             if not skipped(key):
                 self.shapes[key] = self._shape(key)
@@ -333,6 +333,7 @@ class WeightsReader:
 
     Attributes:
         shapes: ``{entry: shape}`` of every file.
+        readers: each file's :class:`CheckpointReader`.
         file_bytes: the total size of the files, in bytes.
         file: the file, for messages (several: their folder and names).
 
@@ -349,8 +350,8 @@ class WeightsReader:
         self.shapes: dict[str, tuple] = {}
         self.file_bytes = 0
         self._owner: dict[str, CheckpointReader] = {}
-        for file in self.files:
-            reader = CheckpointReader(file, fmt, skipped)
+        self.readers = [CheckpointReader(file, fmt, skipped) for file in self.files]
+        for file, reader in zip(self.files, self.readers, strict=True):
             for name, shape in reader.shapes.items():
                 if name in self._owner:
                     raise CheckpointError(

@@ -28,6 +28,7 @@ from texkit.pretrained.checkpoints import (
 from texkit.pretrained.family import Family, Format
 from texkit.pretrained.folders import config_source, get_path, inspect_folder, weight_files
 from texkit.pretrained.names import MODULE
+from texkit.pretrained.safetensors_files import check_index, is_sharded_folder, read_index
 
 __all__ = [
     "MIN_BYTES_PER_WEIGHT",
@@ -40,12 +41,19 @@ __all__ = [
 
 def reader_for(path: str, family: Family, fmt: Format) -> WeightsReader:
     """The reader of a folder's weights in format ``fmt``, without the entries the format
-    skips (optimizer slots, buffers, tied copies)."""
-    return WeightsReader(
-        weight_files(path, fmt),
+    skips (optimizer slots, buffers, tied copies). A sharded folder's index and shards must
+    agree (:func:`~texkit.pretrained.safetensors_files.check_index`)."""
+    index = None
+    if fmt.name == HUGGINGFACE and is_sharded_folder(path, fmt.weights):
+        index = read_index(path)
+    reader = WeightsReader(
+        index.shards if index is not None else weight_files(path, fmt),
         fmt.name,
         lambda name: bool(fmt.skipped.search(strip_prefix(family, name))),
     )
+    if index is not None:
+        check_index(index, reader)
+    return reader
 
 
 def strip_prefix(family: Family, name: str) -> str:

@@ -1,7 +1,8 @@
 """Checkpoint folders and their configs: which family and format a folder holds, and its config
 as the family module's hparams (a user's hparams merged in, contradictions refused).
 
-A Hugging Face folder (``config.json`` + ``model.safetensors``) names its family in
+A Hugging Face folder (``config.json`` + ``model.safetensors``, or the shards that
+``model.safetensors.index.json`` names) names its family in
 ``config.json``'s ``model_type``; a Google or OpenAI release is recognised by its config file's
 name. A KerasHub preset (``backbone.save_to_preset``: ``config.json`` + ``model.weights.h5`` +
 ``metadata.json``) names its backbone class in ``config.json``'s ``class_name``
@@ -32,6 +33,7 @@ from texkit.pretrained.checkpoints import (
     resolve_checkpoint,
 )
 from texkit.pretrained.family import FAMILIES, Family, Format, family_for_type
+from texkit.pretrained.safetensors_files import INDEX, is_sharded, is_sharded_folder, read_index
 
 __all__ = [
     "checkpoint_format",
@@ -64,6 +66,8 @@ def _read_json(file: str) -> Any:
 
 def _has_weights(files: set[str], fmt: Format) -> bool:
     """Whether the folder's ``files`` hold every weights file of ``fmt``."""
+    if fmt.name == HUGGINGFACE and fmt.weights == (_HF_WEIGHTS,) and is_sharded(files):
+        return True
     if fmt.name in (HUGGINGFACE, KERAS_HUB):
         return all(weights in files for weights in fmt.weights)
     # A TF checkpoint: its prefix names files ("*": any one checkpoint).
@@ -74,7 +78,11 @@ def _has_weights(files: set[str], fmt: Format) -> bool:
 
 
 def weight_files(path: str, fmt: Format) -> list[str]:
-    """The weights' files of a folder in format ``fmt`` (a TF checkpoint: its prefix)."""
+    """The weights' files of a folder in format ``fmt`` (a TF checkpoint: its prefix; a sharded
+    Hugging Face folder: the shards its index names, see
+    :mod:`~texkit.pretrained.safetensors_files`)."""
+    if fmt.name == HUGGINGFACE and is_sharded_folder(path, fmt.weights):
+        return read_index(path).shards
     return [_weights_path(path, weights) for weights in fmt.weights]
 
 
@@ -176,7 +184,7 @@ def inspect_folder(path: str | os.PathLike) -> tuple[Family, Format, dict]:
             if fmt.config_file == _HF_CONFIG and _has_weights(files, fmt):
                 return family, fmt, config
         _refuse_pickles(path, files)
-        raise CheckpointError(f"{path}: {_HF_CONFIG} found but no {_HF_WEIGHTS}")
+        raise CheckpointError(f"{path}: {_HF_CONFIG} found but no {_HF_WEIGHTS} or {INDEX}")
     found = _config_less(path, files)
     if found is not None:
         return found

@@ -15,7 +15,8 @@ module does the rest, the same way for all:
 * **Loading** is strict and all-or-nothing: every weight of the module (and of the heads being
   loaded) comes from exactly one entry, shapes agree, values are finite floats, and an entry under
   the module's own names that the table does not know is an error. Everything is read and
-  checked before anything is assigned, so after an error the model is exactly as it was.
+  checked before anything is assigned (float16 and bfloat16 weights are cast to the
+  variables' dtype), so after an error the model is exactly as it was.
   Entries outside the module (other heads, optimizer state) are reported, not loaded.
 """
 
@@ -26,6 +27,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from texkit import registry
@@ -374,7 +376,8 @@ class _Plan:
             )
             return
         value = self.reader.read(name)
-        if value.dtype.kind != "f":
+        # bfloat16 (an ml_dtypes type, kind "V") and float16 are floats too; cast on assignment.
+        if value.dtype.kind != "f" and value.dtype != ml_dtypes.bfloat16:
             self.problems.append(f"{name!r} holds {value.dtype}, not floating-point weights")
             return
         if not self.allow_non_finite and not np.isfinite(value).all():
