@@ -13,7 +13,8 @@ do not end stay live. (tensor2tensor and Texar let any of the ``2 * beam_width``
 near-tied tokens, which beam search ranks by summed log-probabilities). The search stops when no
 live hypothesis is left, or when the set is full and no live hypothesis can still beat its worst
 member (live log-probabilities only fall, and with ``length_penalty >= 0`` the penalty is at most
-that of ``max_decoding_length``). The vocabulary must have at least 2 tokens.
+that of ``max_decoding_length``). The vocabulary must have at least 2 tokens. An ``end_token`` of
+several ids ends a hypothesis at any of them; the first pads the ids after an end.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from texkit.modules.decoders.decoding import (
     batch_size_of,
     check_length,
     check_start,
+    end_ids,
+    is_end,
     with_forced_steps,
 )
 from texkit.modules.decoders.sampling import NEG_INF, is_int
@@ -90,13 +93,13 @@ def _extend(logits: Any, alive_ids: Any, alive_log_probs: Any, time: Any) -> tup
 
 
 def _start(
-    start_tokens: Any, end_token: Any, initial_state: Any, width: int, max_length: int,
+    start_tokens: Any, pad_id: Any, initial_state: Any, width: int, max_length: int,
     start_time: Any, forced_ids: Any,
 ) -> tuple[tuple, tuple]:  # fmt: skip
     """The loop's first ``alive`` (ids, tokens, log-probabilities, state: the first beam live, the
     others empty) and ``finished`` (ids, scores, lengths: empty) hypotheses."""
     batch = batch_size_of(start_tokens)
-    no_ids = tf.fill([batch, max_length], end_token)
+    no_ids = tf.fill([batch, max_length], pad_id)
     if forced_ids is not None:
         no_ids = with_forced_steps(no_ids, forced_ids, start_time, lambda ids: ids)
     no_ids = tf.tile(no_ids[:, None, :], [1, width, 1])
@@ -150,7 +153,7 @@ def beam_search(
         raise ValueError(f"length_penalty must be >= 0, got {length_penalty!r}")
     width = int(beam_width)
     start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
-    end_token = tf.cast(end_token, tf.int32)
+    ends = end_ids(end_token)
     batch = batch_size_of(start_tokens)
     # Offsets that turn a beam index [batch, width] into a row of the [batch * width] state.
     row_offsets = tf.range(batch)[:, None] * width
@@ -161,15 +164,15 @@ def beam_search(
         alive_ids, alive_tokens, alive_log_probs, state = alive
         logits, new_state = step(tf.reshape(alive_tokens, [-1]), time, state)
         top_log_probs, origin, tokens, ids = _extend(logits, alive_ids, alive_log_probs, time)
-        ends = tf.logical_or(tf.equal(tokens, end_token), time + 1 >= max_length)
+        ends_here = tf.logical_or(is_end(tokens, ends), time + 1 >= max_length)
         ranked = tf.range(candidates)[None, :] < width  # may finish: the `width` most likely
-        may_finish = ends & ranked & (top_log_probs > NEG_INF)
+        may_finish = ends_here & ranked & (top_log_probs > NEG_INF)
         scores = top_log_probs / gnmt_length_penalty(time + 1, length_penalty)
         scores = tf.where(may_finish, scores, NEG_INF)
         finished = _merge_finished(finished, ids, scores, time + 1)
 
         # Alive: the `width` most likely candidates that go on (-inf: an empty slot).
-        alive_log_probs, pick = tf.math.top_k(tf.where(ends, NEG_INF, top_log_probs), k=width)
+        alive_log_probs, pick = tf.math.top_k(tf.where(ends_here, NEG_INF, top_log_probs), k=width)
         origin, tokens, ids = (tf.gather(t, pick, batch_dims=1) for t in (origin, tokens, ids))
         state = reorder_state(new_state, tf.reshape(origin + row_offsets, [-1]))
         return time + 1, (ids, tokens, alive_log_probs, state), finished
@@ -180,7 +183,7 @@ def beam_search(
         can_improve = best_alive > tf.reduce_min(finished[1], axis=1)
         return tf.logical_and(time < max_length, tf.reduce_any(can_improve))
 
-    alive, finished = _start(start_tokens, end_token, initial_state, width, max_length,
+    alive, finished = _start(start_tokens, ends[0], initial_state, width, max_length,
                              start_time, forced_ids)  # fmt: skip
     _, _, finished = tf.while_loop(
         not_done, body, (start_time, alive, finished), maximum_iterations=max_length

@@ -26,7 +26,8 @@ class DecodeRequest(NamedTuple):
             returned them.
         initial_state: a recurrent decoder's start state (``None``: zeros).
         embedding: ids -> vectors (a layer, a callable or a ``[vocab, dim]`` matrix).
-        start_tokens, end_token: ``[batch]`` first tokens and the int token that ends a sequence.
+        start_tokens, end_token: ``[batch]`` first tokens and the int token that ends a sequence
+            (or several: a list of ints or a 1-D int tensor).
         context, context_sequence_length: prompts, instead of ``start_tokens``, and their lengths.
         max_length: a Python int, the steps decoded (``None`` for teacher forcing).
         softmax_temperature, top_k, top_p, seed: the sampling settings.

@@ -49,6 +49,13 @@ compiles with ``tf.function(jit_compile=True)``.
 ``decoder.beam_search(beam_width, length_penalty, start_tokens, end_token, ...)`` returns a
 :class:`~texkit.modules.decoders.BeamSearchOutput`.
 
+``end_token`` is one id (an int or a scalar int tensor) or several (a list or tuple of ints, or a
+1-D int tensor: a model with several end-of-sequence ids, ``eos_token_id`` a list); a sequence
+ends at the first step that emits any of them, which counts in its length. The first id plays the
+end token's other parts: it pads the ids after a sequence's end (and a beam search's empty
+hypotheses). A prompt (``context``) ends at its length or at its first end id, any of them, after
+its first position. The ids must be in ``[0, vocab_size)``.
+
 The contract. ``call`` and ``beam_search`` build one
 :class:`~texkit.modules.decoders.decode_request.DecodeRequest` from their arguments, check it
 against the strategy's row of the table
@@ -88,7 +95,7 @@ import tensorflow as tf
 from texkit.configurable import ModuleBase
 from texkit.modules.decoders.beam_decoding import beam_search
 from texkit.modules.decoders.decode_request import DecodeRequest
-from texkit.modules.decoders.decoding import BeamSearchOutput, DecodeResult
+from texkit.modules.decoders.decoding import BeamSearchOutput, DecodeResult, check_end_token
 from texkit.modules.decoders.strategies import OPTIONS, STRATEGY_TABLE, Strategy
 
 __all__ = ["STRATEGIES", "DecoderBase", "Inference"]
@@ -310,6 +317,7 @@ class DecoderBase(ModuleBase):
                 raise ValueError(f"{self.name}: {what} needs end_token")
             if (request.start_tokens is None) == (context is None):
                 raise ValueError(f"{self.name}: give exactly one of start_tokens and context")
+        check_end_token(request.end_token, self._logits_size(), f"{self.name}: ")
 
     def _checked(
         self, row: Strategy, request: DecodeRequest, max_decoding_length: Any
@@ -387,7 +395,8 @@ class DecoderBase(ModuleBase):
             beam_width: hypotheses kept per example.
             length_penalty: the GNMT ``alpha`` (0: plain log-probabilities).
             start_tokens, end_token: ``[batch]`` first tokens (or ``context`` prompts, for a
-                decoder that takes them) and the int token that ends a hypothesis.
+                decoder that takes them) and the int token that ends a hypothesis, or several
+                (a list or a 1-D tensor; see the module docstring).
             max_decoding_length: a Python int (``None``: ``max_decoding_length_infer``).
             embedding, memory, memory_sequence_length, initial_state: as in the call.
             context, context_sequence_length: prompts, as in the call.

@@ -16,6 +16,8 @@ in one ``tf.while_loop`` that stops early once every sequence has ended, so it c
 ``tf.function(jit_compile=True)``. Sequences end with ``end_token``, which counts in their length;
 a sequence that never emits it stops at ``max_decoding_length``. Positions after a sequence's end
 hold ``end_token`` (ids) and zeros (logits), and its state stays as it was at its own last step.
+``end_token`` may be several ids (a list or a 1-D tensor, :func:`end_ids`): a sequence ends at the
+first of them it emits, and the first of them pads.
 
 A caller that has already computed the first steps (a decoder that runs a prompt through its
 model in one pass, say) passes ``start_time``, the first step the loop computes, and
@@ -47,10 +49,13 @@ __all__ = [
     "DecodeResult",
     "DecoderOutput",
     "batch_size_of",
+    "check_end_token",
     "decode_loop",
+    "end_ids",
     "forced_logits",
     "greedy_choice",
     "greedy_decode",
+    "is_end",
     "one_hot_samples",
     "sample_decode",
     "where_batch",
@@ -129,6 +134,54 @@ def check_length(max_decoding_length: Any) -> int:
     if max_decoding_length < 1:
         raise ValueError(f"max_decoding_length must be positive, got {max_decoding_length}")
     return int(max_decoding_length)
+
+
+def check_end_token(end_token: Any, vocab_size: int | None = None, where: str = "") -> None:
+    """Checks ``end_token``: one id (an int or a scalar int tensor) or several (a non-empty
+    list or tuple of ints, or a 1-D int tensor); ids must be in ``[0, vocab_size)`` (a tensor's
+    when its value is static). ``where`` prefixes the messages."""
+    name = f"{where}end_token"
+    if isinstance(end_token, (list, tuple)):
+        if not end_token or not all(is_int(i) for i in end_token):
+            raise ValueError(f"{name} must be an int id or a non-empty list of int ids, got "
+                             f"{end_token!r}")  # fmt: skip
+        values = list(end_token)
+    elif is_int(end_token):
+        values = [end_token]
+    else:
+        try:
+            tensor = tf.convert_to_tensor(end_token)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{name} must be an int id or a list of int ids, got "
+                             f"{end_token!r}") from error  # fmt: skip
+        if (
+            not tensor.dtype.is_integer
+            or tensor.shape.rank not in (0, 1)
+            or (tensor.shape.rank == 1 and tensor.shape[0] == 0)
+        ):
+            raise ValueError(
+                f"{name} must be an int id, a non-empty list of int ids or a scalar or 1-D int "
+                f"tensor, got shape {tuple(tensor.shape)} ({tensor.dtype.name})"
+            )
+        static = tf.get_static_value(tensor)
+        values = [] if static is None else [int(i) for i in static.reshape(-1)]
+    for i in values:
+        if i < 0 or (vocab_size is not None and i >= vocab_size):
+            raise ValueError(f"{name} ids must be in [0, vocab_size={vocab_size}), got {i}")
+
+
+def end_ids(end_token: Any) -> Any:
+    """``end_token`` (one id or several, see :func:`check_end_token`) as ``[n]`` int32 ids; the
+    first, ``end_ids(...)[0]``, is the one that pads finished sequences."""
+    ids = tf.cast(tf.convert_to_tensor(end_token), tf.int32)
+    if ids.shape.rank not in (0, 1):
+        raise ValueError(f"end_token must be a scalar or 1-D, got shape {tuple(ids.shape)}")
+    return tf.reshape(ids, [-1])
+
+
+def is_end(ids: Any, ends: Any) -> Any:
+    """Whether each of ``ids`` (any shape) is one of the end ids ``ends [n]``."""
+    return tf.reduce_any(tf.equal(ids[..., None], ends), axis=-1)
 
 
 def batch_size_of(tokens: Any) -> Any:
@@ -255,14 +308,14 @@ def decode_loop(
     max_length = check_length(max_decoding_length)
     start_time, forced_ids = check_start(start_time, forced_ids, max_length)
     start_tokens = tf.cast(tf.convert_to_tensor(start_tokens), tf.int32)
-    end_token = tf.cast(end_token, tf.int32)
+    ends = end_ids(end_token)
     batch = batch_size_of(start_tokens)
 
     def body(time, fed, finished, lengths, buffers, state):
         logits, new_state = step(fed, time, state)
         logits = tf.cast(logits, tf.float32)
         chosen, soft = choose(logits, time) if feed is not None else (choose(logits, time), None)
-        chosen = tf.where(finished, end_token, tf.cast(chosen, tf.int32))
+        chosen = tf.where(finished, ends[0], tf.cast(chosen, tf.int32))
         records = {"ids": chosen, "logits": zero_where(finished, logits)}
         if soft is not None:
             records["soft"] = zero_where(finished, tf.cast(soft, tf.float32))
@@ -270,7 +323,7 @@ def decode_loop(
         if freeze_state:
             new_state = select_rows(finished, state, new_state)
         lengths = tf.where(finished, lengths, time + 1)
-        finished = tf.logical_or(finished, tf.equal(chosen, end_token))
+        finished = tf.logical_or(finished, is_end(chosen, ends))
         fed = chosen if feed is None else tf.cast(feed(chosen, soft), fed.dtype)
         return time + 1, fed, finished, lengths, written, new_state
 
@@ -288,7 +341,7 @@ def decode_loop(
     )
     out = stacked(buffers)
     written = tf.range(max_length)[None, :] < steps
-    out["ids"] = tf.where(written, out["ids"], end_token)
+    out["ids"] = tf.where(written, out["ids"], ends[0])
     depth = tf.shape(out["logits"])[-1] if vocab_size is None else vocab_size
     if forced_ids is not None:
         fills = {"ids": lambda ids: ids, "logits": lambda ids: forced_logits(ids, depth),
@@ -324,7 +377,8 @@ def greedy_decode(
     Args:
         step: ``step(token_ids, time, state) -> (logits, state)`` (see the module docstring).
         start_tokens: ``[batch]`` int tokens fed at the first step.
-        end_token: the int token that ends a sequence.
+        end_token: the int token that ends a sequence, or several (a list of ints or a 1-D
+            int tensor): a sequence ends at the first of them it emits.
         max_decoding_length: a Python int, the most steps decoded.
         initial_state: the step function's state before the first step.
         vocab_size: the size of the logits (a Python int), when known: it makes the logits'

@@ -118,13 +118,13 @@ class TransformerDecoder(DecoderBase):
         embedding: ids -> vectors: a ``WordEmbedder`` (or a layer or callable), or a ``[vocab,
             dim]`` matrix. Needed for ids and for inference.
         start_tokens: ``[batch]`` first tokens for inference.
-        end_token: the int token that ends a sequence.
+        end_token: the int token that ends a sequence, or several (a list or a 1-D tensor).
         context: ``[batch, context_time]`` prompts, instead of ``start_tokens``: decoding starts
             from ``context[:, 0]`` and the next ``context_sequence_length - 1`` tokens of each
             example are forced (their logits are 0 for the forced token and ``-1e9`` for the
             others), then the decoder continues on its own. ``sample_id`` and ``lengths``
             include the forced tokens. The prompts go through the blocks in one pass (up to
-            the first ``end_token`` in a prompt, which ends that row as a chosen one would).
+            the first end token in a prompt, which ends that row as a chosen one would).
         context_sequence_length: ``[batch]`` lengths of the prompts (default: all of them).
         max_decoding_length: a Python int, the steps decoded (``None``:
             ``max_decoding_length_infer``); the cache is preallocated to it.

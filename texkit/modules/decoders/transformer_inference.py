@@ -35,7 +35,13 @@ from texkit.core.attention import attention_mask
 from texkit.modules.decoders.beam_decoding import gather_rows
 from texkit.modules.decoders.decode_request import DecodeRequest
 from texkit.modules.decoders.decoder_base import Inference
-from texkit.modules.decoders.decoding import batch_size_of, forced_logits, where_batch
+from texkit.modules.decoders.decoding import (
+    batch_size_of,
+    end_ids,
+    forced_logits,
+    is_end,
+    where_batch,
+)
 
 __all__ = ["cached_inference", "feedback_inference"]
 
@@ -69,7 +75,7 @@ def _check_context(name: str, context: Any, context_length: Any, max_length: int
 def prompt_of(decoder: Any, request: DecodeRequest) -> Prompt:
     """The :class:`Prompt` of a request: its start tokens, or its prompts checked, where the loop
     starts at the last step every row's prompt still forces (a prompt ends at its length or at
-    its first end token after the first position)."""
+    its first end token, any of ``end_token``'s ids, after the first position)."""
     decoder._check_positions(request.max_length)
     if request.context is None:
         return Prompt(tf.cast(tf.convert_to_tensor(request.start_tokens), tf.int32))
@@ -78,7 +84,8 @@ def prompt_of(decoder: Any, request: DecodeRequest) -> Prompt:
     )
     width = tf.shape(context)[1]
     steps = tf.range(width)[None, :]
-    prompt_end = tf.where((steps > 0) & tf.equal(context, request.end_token), steps, width)
+    ends = is_end(context, end_ids(request.end_token))
+    prompt_end = tf.where((steps > 0) & ends, steps, width)
     forced_until = tf.minimum(tf.reduce_min(prompt_end, axis=1), context_length)
     start_time = tf.maximum(tf.reduce_min(forced_until) - 1, 0)
     start_tokens = tf.gather(context, start_time, axis=1)
