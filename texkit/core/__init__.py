@@ -1,6 +1,7 @@
 """Building blocks shared by texkit's modules."""
 
 from texkit.core import addressing_attention, attention_mechanisms, fused, layers
+from texkit.core.causal_attention import CausalSelfAttention
 from texkit.core.feed_forward import FeedForward
 from texkit.core.layers import (
     MaskedMeanPooling,
@@ -25,6 +26,7 @@ __all__ = [
     "attention_mechanisms",
     "fused",
     "layers",
+    "CausalSelfAttention",
     "FeedForward",
     "MaskedMeanPooling",
     "RMSNorm",
