@@ -17,8 +17,8 @@ prefix t attends to t positions and gives the logits of token t + 1):
   embedding=...)``), then the argmax of the last position's logits: what each step costs when
   every step recomputes the whole prefix;
 * generating N tokens with the cache: the decoder's real greedy loop (``decoder(decoding_strategy=
-  "infer_greedy", max_decoding_length=N, end_token=-1)``; -1 is never chosen, so all N steps run),
-  total time (the loop adds the token choice and the bookkeeping of finished rows; it does not
+  "infer_greedy", max_decoding_length=N, end_token=None)``; no end token, so all N steps
+  run), total time (the loop adds the token choice and the bookkeeping of finished rows; it does not
   select finished rows' caches, which the decoder discards, ``freeze_state=False``). Without
   the cache the total is the sum over t = 1 .. N of the per-step time, from a least-squares fit
   ``a + b t + c t^2`` (the cost model of recomputing a prefix: projections grow with t,
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> dict:
         def run() -> tf.Tensor:
             outputs, _, _ = decoder(
                 decoding_strategy="infer_greedy", embedding=embedder, start_tokens=start_tokens,
-                end_token=-1, max_decoding_length=length,
+                end_token=None, max_decoding_length=length,
             )  # fmt: skip
             return outputs.sample_id
 

@@ -11,7 +11,7 @@ every output's length is checked:
 
 * texkit: ``tx.modules.GPT2Decoder`` called with ``decoding_strategy="infer_greedy"`` and its
   ``beam_search(beam_width=4, length_penalty=0)``, both with ``context=`` the prompts,
-  ``end_token=-1`` (never chosen) and ``max_decoding_length = 15 + new tokens`` (the decoder
+  ``end_token=None`` (no end token) and ``max_decoding_length = 15 + new tokens`` (the decoder
   starts from the prompt's first token; the next 15 are forced, then it decodes on its own), each
   in a ``tf.function``, without and with ``jit_compile=True``. texkit runs the prompt through its
   blocks in one pass, and its greedy loop also collects the logits of every step (``[batch,
@@ -174,12 +174,12 @@ def texkit_cases(
 
     def greedy(ids: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         outputs, _, lengths = lm(
-            decoding_strategy="infer_greedy", context=ids, end_token=-1, max_decoding_length=steps
+            decoding_strategy="infer_greedy", context=ids, end_token=None, max_decoding_length=steps
         )
         return outputs.sample_id, lengths
 
     def beam(ids: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        search = lm.beam_search(BEAMS, 0.0, end_token=-1, max_decoding_length=steps, context=ids)
+        search = lm.beam_search(BEAMS, 0.0, end_token=None, max_decoding_length=steps, context=ids)
         return search.ids, search.lengths
 
     cases = []

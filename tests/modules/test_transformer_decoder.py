@@ -458,9 +458,12 @@ def test_errors_name_the_problem():
     with pytest.raises(ValueError, match="exactly one of start_tokens and context"):
         decoder(decoding_strategy="infer_greedy", embedding=embedder, end_token=EOS,
                 **memory_args(decoder))  # fmt: skip
-    with pytest.raises(ValueError, match="needs end_token"):
-        decoder(decoding_strategy="infer_greedy", embedding=embedder, start_tokens=[1, 1, 1],
-                **memory_args(decoder))  # fmt: skip
+    # No end token: every sequence runs all the steps asked for.
+    outputs, _, lengths = decoder(decoding_strategy="infer_greedy", embedding=embedder,
+                                  start_tokens=[1, 1, 1], max_decoding_length=5,
+                                  **memory_args(decoder))  # fmt: skip
+    np.testing.assert_array_equal(lengths, [5, 5, 5])
+    assert outputs.sample_id.shape == (3, 5)
     with pytest.raises(ValueError, match="decoding_strategy"):
         decoder(decoding_strategy="beam", **memory_args(decoder))
     with pytest.raises(ValueError, match="expected dim=16"):

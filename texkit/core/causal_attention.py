@@ -72,6 +72,27 @@ def causal_window_mask(query_steps: Any, key_steps: Any, sliding_window: int | N
     return allowed
 
 
+def _follow_ancestry(cache: KVCache, ancestry: Any, beam_width: int) -> KVCache:
+    """Each beam-search hypothesis' keys and values, gathered from the cache slots its steps
+    were written in.
+
+    The rows of ``cache`` are ``beam_width`` slots per example, next to each other, which never
+    move; ``ancestry [rows, cache_time]`` int32 names, for each hypothesis and step, the slot of
+    its example that holds it (the step written now: its own slot). Returns a
+    :class:`~texkit.core.attention.KVCache` of the same shape whose row ``i`` is hypothesis
+    ``i``'s history.
+    """
+    rows = ops.shape(ancestry)[0]
+    first = (ops.arange(rows, dtype="int32") // beam_width) * beam_width
+    source = ops.transpose(first[:, None] + ops.cast(ancestry, "int32"))  # [time, rows]
+
+    def gather(tensor: Any) -> Any:
+        by_time = tf.transpose(tensor, (2, 0, 1, 3))  # [time, rows, heads, depth]
+        return tf.transpose(tf.gather(by_time, source, batch_dims=1), (1, 2, 0, 3))
+
+    return KVCache(gather(cache.keys), gather(cache.values))
+
+
 @keras.saving.register_keras_serializable(package="texkit")
 class CausalSelfAttention(keras.layers.Layer):
     """Causal self-attention with grouped key/value heads (module docstring).
@@ -106,6 +127,10 @@ class CausalSelfAttention(keras.layers.Layer):
         cache: ``None``, or a :class:`~texkit.core.attention.KVCache` from :meth:`empty_cache`.
         time: with a cache, the scalar int step of ``x``'s first step in the cache.
         training: Keras' training flag.
+        ancestry, beam_width: beam search over a cache whose slots never move: the rows are
+            ``beam_width`` hypotheses per example, and ``ancestry [rows, cache_time]`` names the
+            slot that holds each step of each hypothesis' history (the steps written now: its
+            own); the cache returned is the one written, not the gathered histories.
 
     Returns:
         ``(outputs [batch, steps, output_dim], cache)``; the cache with the steps written, or
@@ -207,9 +232,12 @@ class CausalSelfAttention(keras.layers.Layer):
         return mask[:, None, None, None, :]
 
     def call(self, x: Any, positions: Any, sequence_length: Any = None, cache: Any = None,
-             time: Any = None, training: Any = None) -> tuple[Any, Any]:  # fmt: skip
+             time: Any = None, training: Any = None, ancestry: Any = None,
+             beam_width: int | None = None) -> tuple[Any, Any]:  # fmt: skip
         if (cache is None) != (time is None):
             raise ValueError("cache and time must be given together")
+        if (ancestry is None) != (beam_width is None) or (ancestry is not None and cache is None):
+            raise ValueError("ancestry and beam_width go together, with a cache")
         batch, steps = ops.shape(x)[0], ops.shape(x)[1]
         group, depth = self.num_heads // self.num_kv_heads, self.head_dim
         q = self._heads(self.query, self.query_norm, x, self.num_heads, positions)
@@ -224,6 +252,8 @@ class CausalSelfAttention(keras.layers.Layer):
                 ops.slice_update(cache.values, start, ops.cast(values, cache.values.dtype)),
             )
             keys, values = cache
+            if ancestry is not None:
+                keys, values = _follow_ancestry(cache, ancestry, beam_width)
             query_steps = query_steps + time
         key_time = ops.shape(keys)[2]
         # Queries grouped by the key/value head they read: [batch, kv_heads, group * steps, d].

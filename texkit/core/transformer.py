@@ -160,6 +160,10 @@ class DecoderBlock(TransformerBlock):
             self.cross_attention_norm.build(inputs_shape)
         self.built = True
 
+    def init_cache(self, batch_size: Any, max_length: int) -> Any:
+        """The self-attention's empty :class:`~texkit.core.attention.KVCache` for :meth:`step`."""
+        return self.self_attention.init_cache(batch_size, max_length)
+
     def _attend_memory(self, x: Any, attend: Any, training: Any) -> Any:
         if self.cross_attention is None:
             return x

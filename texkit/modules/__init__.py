@@ -22,6 +22,7 @@ from texkit.modules.decoders import (
     AttentionRNNDecoder,
     BasicRNNDecoder,
     GPT2Decoder,
+    LlamaDecoder,
     TransformerDecoder,
 )
 from texkit.modules.embedders import PositionEmbedder, SinusoidsPositionEmbedder, WordEmbedder
@@ -57,6 +58,7 @@ __all__ = [
     "ELECTRAEncoder",
     "ForwardConnector",
     "GPT2Decoder",
+    "LlamaDecoder",
     "MLPTransformConnector",
     "ModuleBase",
     "PositionEmbedder",

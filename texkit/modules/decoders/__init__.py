@@ -27,6 +27,7 @@ from texkit.modules.decoders.feedback_decoding import (
     scheduled_sample_decode,
 )
 from texkit.modules.decoders.gpt2_decoder import GPT2Decoder
+from texkit.modules.decoders.llama_decoder import LlamaDecoder
 from texkit.modules.decoders.rnn_decoders import BasicRNNDecoder
 from texkit.modules.decoders.sampling import filter_top_k, filter_top_p
 from texkit.modules.decoders.t5_decoder import T5Decoder
@@ -44,6 +45,7 @@ __all__ = [
     "DecoderOutput",
     "GPT2Decoder",
     "Inference",
+    "LlamaDecoder",
     "T5Decoder",
     "TransformerDecoder",
     "beam_search",

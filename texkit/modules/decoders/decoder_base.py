@@ -54,7 +54,8 @@ compiles with ``tf.function(jit_compile=True)``.
 ends at the first step that emits any of them, which counts in its length. The first id plays the
 end token's other parts: it pads the ids after a sequence's end (and a beam search's empty
 hypotheses). A prompt (``context``) ends at its length or at its first end id, any of them, after
-its first position. The ids must be in ``[0, vocab_size)``.
+its first position. The ids must be in ``[0, vocab_size)``. ``end_token=None`` is no end token:
+every sequence runs ``max_decoding_length`` steps (Hugging Face's ``eos_token_id=None``).
 
 The contract. ``call`` and ``beam_search`` build one
 :class:`~texkit.modules.decoders.decode_request.DecodeRequest` from their arguments, check it
@@ -310,13 +311,10 @@ class DecoderBase(ModuleBase):
         if not self.ACCEPTS_CONTEXT:
             if context is not None:
                 raise ValueError(f"{self.name}: takes no context (prompts); give start_tokens")
-            if request.start_tokens is None or request.end_token is None:
-                raise ValueError(f"{self.name}: {what} needs start_tokens and end_token")
-        else:
-            if request.end_token is None:
-                raise ValueError(f"{self.name}: {what} needs end_token")
-            if (request.start_tokens is None) == (context is None):
-                raise ValueError(f"{self.name}: give exactly one of start_tokens and context")
+            if request.start_tokens is None:
+                raise ValueError(f"{self.name}: {what} needs start_tokens")
+        elif (request.start_tokens is None) == (context is None):
+            raise ValueError(f"{self.name}: give exactly one of start_tokens and context")
         check_end_token(request.end_token, self._logits_size(), f"{self.name}: ")
 
     def _checked(

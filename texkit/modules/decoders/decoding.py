@@ -17,7 +17,8 @@ in one ``tf.while_loop`` that stops early once every sequence has ended, so it c
 a sequence that never emits it stops at ``max_decoding_length``. Positions after a sequence's end
 hold ``end_token`` (ids) and zeros (logits), and its state stays as it was at its own last step.
 ``end_token`` may be several ids (a list or a 1-D tensor, :func:`end_ids`): a sequence ends at the
-first of them it emits, and the first of them pads.
+first of them it emits, and the first of them pads. ``end_token=None``: no end token, every
+sequence runs ``max_decoding_length`` steps.
 
 A caller that has already computed the first steps (a decoder that runs a prompt through its
 model in one pass, say) passes ``start_time``, the first step the loop computes, and
@@ -141,6 +142,8 @@ def check_end_token(end_token: Any, vocab_size: int | None = None, where: str = 
     list or tuple of ints, or a 1-D int tensor); ids must be in ``[0, vocab_size)`` (a tensor's
     when its value is static). ``where`` prefixes the messages."""
     name = f"{where}end_token"
+    if end_token is None:  # no end token: every sequence runs all its steps
+        return
     if isinstance(end_token, (list, tuple)):
         if not end_token or not all(is_int(i) for i in end_token):
             raise ValueError(f"{name} must be an int id or a non-empty list of int ids, got "
@@ -173,6 +176,8 @@ def check_end_token(end_token: Any, vocab_size: int | None = None, where: str = 
 def end_ids(end_token: Any) -> Any:
     """``end_token`` (one id or several, see :func:`check_end_token`) as ``[n]`` int32 ids; the
     first, ``end_ids(...)[0]``, is the one that pads finished sequences."""
+    if end_token is None:  # no end token: an id no token has
+        return tf.constant([-1], tf.int32)
     ids = tf.cast(tf.convert_to_tensor(end_token), tf.int32)
     if ids.shape.rank not in (0, 1):
         raise ValueError(f"end_token must be a scalar or 1-D, got shape {tuple(ids.shape)}")

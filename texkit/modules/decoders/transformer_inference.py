@@ -150,7 +150,7 @@ def cached_inference(decoder: Any, request: DecodeRequest) -> Inference:
     batch = batch_size_of(prompt.start_tokens)
     embed = functools.partial(decoder._embed_ids, request.embedding)
     run_blocks = _block_runner(decoder, request)
-    caches = [block.self_attention.init_cache(batch, max_length) for block in decoder.blocks]
+    caches = [block.init_cache(batch, max_length) for block in decoder.blocks]
     context = prompt.context
     if context is not None and (context.shape[1] is None or context.shape[1] > 1):
         # The prompts go through the blocks in one pass, all but their last token; rows with

@@ -1,0 +1,107 @@
+"""The Llama line (Llama, Mistral, Qwen 2/3, Gemma 1/2/3, Phi-3) against Hugging Face transformers.
+
+Each folder of ``tests/fixtures/llm`` is a tiny random ``*ForCausalLM`` saved by transformers
+(``make_fixtures.py`` there; large initializer, every norm weight and bias randomized, seeds
+chosen so greedy and beam search have no near-ties) with its teacher-forced logits (a full and a
+right-padded batch) and its ``generate`` outputs: greedy, and 4-beam search with
+``length_penalty=0``, both for as many new tokens as the fixture says, no end token generated.
+texkit loads each folder with ``tx.pretrained.from_pretrained`` and must give the same logits
+(to 1e-5 of their scale), the same greedy ids (under XLA) and the same best beam.
+"""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import texkit as tx
+from texkit.modules import LlamaDecoder
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "fixtures", "llm")
+CASES = sorted(
+    name
+    for name in os.listdir(ROOT)
+    if os.path.isfile(os.path.join(ROOT, name, "reference.npz"))
+    and json.load(open(os.path.join(ROOT, name, "reference.json")))
+    .get("model_class", "")
+    .endswith("ForCausalLM")
+)
+
+
+class Case:
+    """One fixture folder, loaded once."""
+
+    def __init__(self, name):
+        self.name = name
+        self.folder = os.path.join(ROOT, name)
+        arrays = np.load(os.path.join(self.folder, "reference.npz"), allow_pickle=False)
+        self.ref = {k: arrays[k] for k in arrays.files}
+        with open(os.path.join(self.folder, "reference.json")) as f:
+            self.meta = json.load(f)
+        self.lm = tx.pretrained.from_pretrained(self.folder)
+
+
+_CASES = {}
+
+
+@pytest.fixture(params=CASES)
+def case(request):
+    if request.param not in _CASES:
+        _CASES.clear()  # one model in memory at a time
+        _CASES[request.param] = Case(request.param)
+    return _CASES[request.param]
+
+
+def _close(got, want):
+    scale = float(np.abs(want).max())
+    np.testing.assert_allclose(got, want, atol=1e-5 * max(scale, 1.0), rtol=0)
+
+
+def test_every_family_has_a_fixture():
+    families = {json.load(open(os.path.join(ROOT, c, "reference.json")))["config"]["model_type"]
+                for c in CASES}  # fmt: skip
+    expected = {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3"}
+    assert expected <= families, sorted(expected - families)
+
+
+def test_loads_every_weight_into_a_llama_decoder(case):
+    assert isinstance(case.lm, LlamaDecoder)
+    report = case.lm.load_report
+    assert report.family == case.meta["config"]["model_type"]
+    assert report.unused == []
+    assert len(report.loaded) == len(set(report.loaded))
+
+
+def test_logits_equal_transformers(case):
+    outputs, _, _ = case.lm(inputs=case.ref["input_ids"])
+    _close(outputs.logits.numpy(), case.ref["logits"])
+    if "padded_logits" in case.ref:
+        lengths = case.ref["lengths"]
+        outputs, _, _ = case.lm(inputs=case.ref["padded_input_ids"], sequence_length=lengths)
+        for row, length in enumerate(lengths):
+            _close(outputs.logits.numpy()[row, :length], case.ref["padded_logits"][row, :length])
+
+
+def _continuation(prompts, ids):
+    return np.concatenate([prompts[:, :1], ids], axis=1)
+
+
+def test_greedy_under_xla_equals_generate(case):
+    prompts, want = case.ref["prompt_ids"], case.ref["greedy"]
+
+    @tf.function(jit_compile=True)
+    def greedy(context):
+        outputs, _, _ = case.lm(decoding_strategy="infer_greedy", context=context,
+                                end_token=None, max_decoding_length=want.shape[1] - 1)  # fmt: skip
+        return outputs.sample_id
+
+    np.testing.assert_array_equal(_continuation(prompts, greedy(prompts).numpy()), want)
+
+
+def test_beam_search_equals_generate(case):
+    prompts, want = case.ref["prompt_ids"], case.ref["beam"]
+    search = case.lm.beam_search(4, 0.0, context=prompts, end_token=None,
+                                 max_decoding_length=want.shape[1] - 1)  # fmt: skip
+    np.testing.assert_array_equal(_continuation(prompts, search.ids.numpy()[:, 0]), want)
