@@ -21,8 +21,9 @@ MAX_LISTED = 20
 # The deepest nesting of dicts and lists a config may have (real ones use under ten levels).
 MAX_DEPTH = 64
 # The most digits an integer in a config or a file texkit reads may have: sizes and ids have
-# under 20; Python's own limit (4,300) fails without naming the key or file.
-MAX_DIGITS = 30
+# under 20, but transformers writes an unset model_max_length as int(1e30), 31 digits; Python's
+# own limit (4,300) fails without naming the key or file.
+MAX_DIGITS = 40
 
 
 def check_depth(value: Any, what: str = "") -> None:

@@ -11,15 +11,23 @@ slides on five layers of six (``sliding_window_pattern``, or ``layer_types``); i
 layers have their own rotary base (``rope_local_base_freq``, unscaled) and its full layers the
 model's ``rope_theta`` and scaling.
 
-A multimodal Gemma 3 folder (``model_type: gemma3``) is refused with a clear error: texkit loads
-the text-only ``gemma3_text`` checkpoints (``Gemma3ForCausalLM``), e.g. Gemma 3 1B.
+A multimodal Gemma 3 folder (``model_type: gemma3``, ``Gemma3ForConditionalGeneration``: Gemma 3
+4B, 12B, 27B) loads its language model, read from the config's ``text_config`` and the file's
+``language_model.model.`` (or ``model.language_model.``) names; the vision tower and projector
+are left out and reported in ``load_report.unused``. Gemma 3 embedding models
+(``use_bidirectional_attention``) are refused: texkit builds the causal decoder only.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from texkit.hparams.rules import short
+from texkit.pretrained.checkpoints import CheckpointError
 from texkit.pretrained.llama_line import Variant, llama_line_family
 
-__all__ = ["GEMMA", "GEMMA2", "GEMMA3_TEXT"]
+__all__ = ["GEMMA", "GEMMA2", "GEMMA3", "GEMMA3_TEXT"]
 
 _DEFAULTS = {"tie_word_embeddings": True, "rms_norm_eps": 1e-6}
 
@@ -28,15 +36,30 @@ GEMMA2 = llama_line_family(
     "gemma2",
     Variant(gemma=True, sandwich=True, sliding="pattern", default_pattern=2, defaults=_DEFAULTS),
 )
-GEMMA3_TEXT = llama_line_family(
-    "gemma3_text",
-    Variant(
-        gemma=True,
-        sandwich=True,
-        query_key_norm=True,
-        sliding="pattern",
-        default_pattern=6,
-        local_rope=True,
-        defaults=_DEFAULTS,
-    ),  # fmt: skip
-)
+_GEMMA3 = Variant(
+    gemma=True, sandwich=True, query_key_norm=True, sliding="pattern", default_pattern=6,
+    local_rope=True, defaults=_DEFAULTS,
+)  # fmt: skip
+
+
+def _causal_only(config: Mapping[str, Any], source: str) -> None:
+    if config.get("use_bidirectional_attention"):
+        raise CheckpointError(
+            f"{source}: use_bidirectional_attention={short(config['use_bidirectional_attention'])}"
+            " (an embedding model); texkit loads Gemma 3's causal language models"
+        )
+
+
+def _text_config(config: dict) -> dict:
+    """A multimodal Gemma 3 config's language model part."""
+    text = config.get("text_config")
+    if not isinstance(text, Mapping):
+        raise CheckpointError("a gemma3 config without a text_config object")
+    return {"tie_word_embeddings": config.get("tie_word_embeddings", True), **text}
+
+
+GEMMA3_TEXT = llama_line_family("gemma3_text", _GEMMA3, check_config=_causal_only)
+GEMMA3 = llama_line_family(
+    "gemma3", _GEMMA3, check_config=_causal_only, config_translate=_text_config,
+    prefixes=("language_model.model.", "model.language_model.", "model."),
+)  # fmt: skip

@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from texkit.core.rotary import rope_settings
 from texkit.errors import HParamsError
 from texkit.hparams.rules import short
 from texkit.modules.decoders import LlamaDecoder
@@ -104,7 +105,7 @@ def _activation(config: Mapping, source: str, variant: Variant) -> dict:
     return {"type": spec, "kwargs": {}} if isinstance(spec, str) else dict(spec)
 
 
-def _rope(config: Mapping, source: str, variant: Variant) -> dict:
+def _rope(config: Mapping, source: str, variant: Variant, head_dim: int) -> dict:
     """``rotary`` hparams from either spelling."""
     params = config.get("rope_parameters")
     local_theta = None
@@ -134,6 +135,12 @@ def _rope(config: Mapping, source: str, variant: Variant) -> dict:
         )
     if variant.local_rope:
         local_theta = local_theta or config.get("rope_local_base_freq") or 10000.0
+    try:  # checked here, so that the error names the config's keys
+        rope_settings(
+            head_dim, theta, scaling or None, partial, config.get("max_position_embeddings")
+        )
+    except HParamsError as error:
+        raise CheckpointError(f"{source}: {error}") from None
     return {
         "theta": float(theta),
         "scaling": None if kind == "default" else scaling,
@@ -208,7 +215,7 @@ def llama_line_hparams(config: Mapping, source: str, variant: Variant) -> dict:
         "dim": hidden,
         "num_blocks": layers,
         "attention": attention,
-        "rotary": _rope(config, source, variant),
+        "rotary": _rope(config, source, variant, head_dim),
         "max_position_embeddings": _get(config, "max_position_embeddings", source, variant),
         "feed_forward": {
             "dim": _get(config, "intermediate_size", source, variant),
@@ -315,8 +322,12 @@ def llama_line_family(
     model_types: tuple[str, ...] = (),
     tokenizer: type | None = None,
     check_config: Callable[[Mapping, str], None] | None = None,
+    prefixes: tuple[str, ...] = ("model.",),
+    config_translate: Callable[[dict], dict] | None = None,
 ) -> Family:
-    """Registers (and returns) the family ``name`` of the Llama line, read as ``variant``."""
+    """Registers (and returns) the family ``name`` of the Llama line, read as ``variant``
+    (``prefixes``: of the model's names in the file; ``config_translate``: the part of a raw
+    config that describes the language model, e.g. a multimodal folder's ``text_config``)."""
 
     def translate(config: Mapping, source: str) -> dict:
         try:
@@ -333,11 +344,12 @@ def llama_line_family(
                 huggingface_format(
                     re.compile(r"^(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq$"),
                     re.compile(r"^(embed_tokens|norm|layers\.\d+)\."),
+                    config_translate=config_translate,
                 ),
             ),
             architecture_keys=_ARCHITECTURE,
             name_table=lambda hparams, part: llama_line_name_table(hparams, variant),
-            prefixes=("model.",),
+            prefixes=prefixes,
             sized=_SIZED,
             num_layers_key="num_blocks",
             epsilon_keys=("norm.epsilon",),

@@ -281,9 +281,9 @@ class LlamaDecoder(DecoderBase):
         try:
             return RotaryEmbedding(self.head_dim, theta, scaling, hp.rotary.partial_rotary_factor,
                                    hp.max_position_embeddings)  # fmt: skip
-        except HParamsError as error:
-            raise HParamsError(str(error.args[0]) if error.args else str(error),
-                               "rotary.scaling") from error  # fmt: skip
+        except HParamsError as error:  # rope_scaling.<key> -> rotary.scaling.<key>
+            key = error.path.replace("rope_scaling", "rotary.scaling", 1)
+            raise HParamsError(error.message, key) from None
 
     def _layer_types(self) -> list[str]:
         att = self.hparams.attention
@@ -328,6 +328,20 @@ class LlamaDecoder(DecoderBase):
         return self.blocks[0].built
 
     # --- the pieces cached and feedback inference read -----------------------------------------
+
+    @property
+    def recompute_at(self) -> int | None:
+        """The step at which cached decoding runs every token again (``None``: never).
+
+        With ``longrope`` scaling the frequencies of a whole call switch from the short to the
+        long factors once it reaches past ``original_max_position_embeddings``; keys cached
+        before then were rotated with the short ones, so the step at that position recomputes
+        the sequence (and the caches) with the long ones, as Phi-3 does in Hugging Face.
+        """
+        settings = self.rotary.settings
+        if settings.rope_type != "longrope":
+            return None
+        return int(settings.params["original_max_position_embeddings"])
 
     def _check_positions(self, length: Any) -> None:
         """Rotary positions have no table: any length runs (quality past the trained context

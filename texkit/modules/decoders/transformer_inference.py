@@ -134,6 +134,37 @@ def _block_runner(decoder: Any, request: DecodeRequest) -> Any:
     return run_blocks
 
 
+def _token_buffer(context: Any, batch: Any, max_length: int) -> Any:
+    """``[batch, max_length]`` int32: the prompts, then zeros (steps write their tokens)."""
+    if context is None:
+        return tf.zeros([batch, max_length], tf.int32)
+    padded = tf.pad(context, [[0, 0], [0, max_length - tf.shape(context)[1]]])
+    return tf.ensure_shape(padded, [context.shape[0], max_length])
+
+
+def _step_or_rerun(run_blocks: Any, embed: Any, token_ids: Any, tokens: Any, time: Any,
+                   state: dict, recompute_at: int, beam_width: int | None) -> tuple:  # fmt: skip
+    """One step through the caches, except at step ``recompute_at``: there every token fed so far
+    runs through the blocks again in one pass that rewrites the caches (a model whose rotary
+    frequencies change once the sequence passes a length, LongRoPE's ``original_max_position_
+    embeddings``, as Phi-3 does in Hugging Face). Beam search's hypotheses each rewrite their
+    own slot, which then holds their whole history."""
+
+    def one_step() -> tuple:
+        return run_blocks(embed(token_ids)[:, None], time, state["cache"], state.get("ancestry"))
+
+    def rerun() -> tuple:
+        x, caches = run_blocks(embed(tokens), 0, state["cache"])
+        return tf.gather(x, time[None], axis=1), caches
+
+    x, caches = tf.cond(tf.equal(time, recompute_at), rerun, one_step)
+    if beam_width is not None:
+        slot = tf.range(tf.shape(token_ids)[0]) % beam_width
+        rewritten = (tf.range(tf.shape(tokens)[1]) <= time)[None, :] & (time == recompute_at)
+        state = {**state, "ancestry": tf.where(rewritten, slot[:, None], state["ancestry"])}
+    return x, caches, state
+
+
 def _reorder_beams(state: dict, rows: Any) -> dict:
     # Everything follows its hypothesis but the caches, which stay where they were written; the
     # ancestry table says where.
@@ -161,15 +192,25 @@ def cached_inference(decoder: Any, request: DecodeRequest) -> Inference:
     state: dict = {"cache": caches}
     if context is not None:  # in the state: beam search tiles and reorders it
         state["context"], state["context_length"] = context, prompt.context_length
+    recompute_at = getattr(decoder, "recompute_at", None)
+    if recompute_at is not None:  # the tokens fed so far, to run them all again there
+        state["tokens"] = _token_buffer(context, batch, max_length)
 
     def step(token_ids: Any, time: Any, loop_state: dict) -> tuple[Any, dict]:
         ancestry = None
+        now = tf.equal(tf.range(max_length), time)[None, :]
         if beam_width is not None:  # this step writes each hypothesis' own slot
             slot = tf.range(tf.shape(token_ids)[0]) % beam_width
-            now = tf.equal(tf.range(max_length), time)[None, :]
             ancestry = tf.where(now, slot[:, None], loop_state["ancestry"])
             loop_state = {**loop_state, "ancestry": ancestry}
-        x, caches = run_blocks(embed(token_ids)[:, None], time, loop_state["cache"], ancestry)
+        if recompute_at is None:
+            x, caches = run_blocks(embed(token_ids)[:, None], time, loop_state["cache"], ancestry)
+        else:
+            tokens = tf.where(now, token_ids[:, None], loop_state["tokens"])
+            loop_state = {**loop_state, "tokens": tokens}
+            x, caches, loop_state = _step_or_rerun(
+                run_blocks, embed, token_ids, tokens, time, loop_state, recompute_at, beam_width
+            )
         logits = _force_context(
             decoder._logits(x)[:, 0], time, loop_state.get("context"),
             loop_state.get("context_length"),
