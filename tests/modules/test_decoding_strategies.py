@@ -17,6 +17,7 @@ from texkit.modules.decoders import (
     AttentionRNNDecoder,
     BasicRNNDecoder,
     GPT2Decoder,
+    LlamaDecoder,
     TransformerDecoder,
 )
 from texkit.modules.decoders.decoder_base import STRATEGIES
@@ -29,7 +30,7 @@ IDS[:, 0] = BOS
 MEMORY = np.random.default_rng(1).normal(size=(BATCH, 4, 6)).astype(np.float32)
 MEMORY_LENGTHS = np.array([4, 2, 3], np.int32)
 
-DECODERS = ("basic_rnn", "attention_rnn", "transformer", "gpt2", "t5")
+DECODERS = ("basic_rnn", "attention_rnn", "transformer", "gpt2", "llama", "t5")
 TRAIN = ("train_greedy", "train_sample", "scheduled_sampling")
 
 
@@ -63,6 +64,17 @@ class Case:
                             "position_embedder": {"position_size": 16}},
             })  # fmt: skip
             embedder = self.decoder.word_embedder
+        elif name == "llama":
+            self.decoder = LlamaDecoder({
+                "vocab_size": VOCAB, "dim": 8, "num_blocks": 2,
+                "attention": {"num_heads": 2, "num_kv_heads": 1, "sliding_window": 3,
+                              "layer_types": ["sliding_attention", "full_attention"]},
+                "feed_forward": {"dim": 16}, "max_position_embeddings": 16,
+                "rotary": {"scaling": {"rope_type": "longrope", "short_factor": [1.0, 2.0],
+                                       "long_factor": [3.0, 4.0],
+                                       "original_max_position_embeddings": 4}},
+            })  # fmt: skip
+            embedder = self.decoder.word_embedder
         else:
             t5 = T5EncoderDecoder({
                 "vocab_size": VOCAB, "d_model": 8, "d_kv": 4, "d_ff": 16, "num_layers": 1,
@@ -73,7 +85,7 @@ class Case:
             embedder = t5.shared
             memory = t5.encode(IDS, LENGTHS)
             self.common = {"memory": memory, "memory_sequence_length": LENGTHS}
-        if name not in ("gpt2", "t5"):
+        if name not in ("gpt2", "llama", "t5"):
             self.common["embedding"] = embedder
         self.embedder = embedder
         # Build everything.
