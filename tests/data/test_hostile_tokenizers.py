@@ -384,7 +384,7 @@ def test_deeply_nested_json_is_an_error_naming_the_file(sandbox, tmp_path):
     [
         ("[1]", "must hold a JSON object, got a list"),
         ('{"a": 1, "a": 2}', "given twice"),
-        ('{"tokenizer_class": [1]}', "give style='albert' or style='t5'"),
+        ('{"tokenizer_class": [1]}', "give style='albert', style='t5' or style='llama'"),
         (
             '{"tokenizer_class": "T5Tokenizer", "sp_model_kwargs": {"a": "' + "z" * 5000 + '"}}',
             "(5,009 characters)",

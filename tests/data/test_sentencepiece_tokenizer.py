@@ -495,7 +495,7 @@ def test_from_pretrained_finds_the_style_and_the_model(tmp_path):
         json.dumps({"tokenizer_class": "T5Tokenizer", "legacy": True, "extra_ids": 100}), "utf-8"
     )
     assert SentencePieceTokenizer.from_pretrained(folder).style == "t5"
-    with pytest.raises(ValueError, match="give style='albert' or style='t5'"):
+    with pytest.raises(ValueError, match="give style='albert', style='t5' or style='llama'"):
         SentencePieceTokenizer.from_pretrained(albert_folder(tmp_path / "plain"))
     assert SentencePieceTokenizer.from_pretrained(tmp_path / "plain", style="albert").eos_id is None
 
@@ -506,7 +506,9 @@ def test_from_pretrained_errors(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "vocab.txt").write_text("a\n", "utf-8")
-    with pytest.raises(FileNotFoundError, match="holds no spiece.model and no \\*.model") as e:
+    with pytest.raises(
+        FileNotFoundError, match="no spiece.model, no tokenizer.model and no \\*.model"
+    ) as e:
         SentencePieceTokenizer.from_pretrained(empty, style="albert")
     assert str(empty) in str(e.value)
     two = albert_folder(tmp_path / "two", name="a.model")

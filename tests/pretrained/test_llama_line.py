@@ -175,3 +175,15 @@ def test_an_embedding_gemma_is_refused(tmp_path):
     folder = _copy("gemma3_text", tmp_path, lambda c: c.update(use_bidirectional_attention=True))
     with pytest.raises(tx.pretrained.CheckpointError, match="use_bidirectional_attention"):
         tx.pretrained.from_pretrained(folder)
+
+
+def test_the_tokenizer_of_a_checkpoint_folder_is_the_one_its_files_make(tmp_path):
+    import shutil
+
+    fixtures = os.path.join(ROOT, "..")
+    for folder in (os.path.join(ROOT, "qwen2"), os.path.join(fixtures, "tokenizer_json", "qwen2")):
+        for name in os.listdir(folder):
+            shutil.copy(os.path.join(folder, name), tmp_path)
+    tokenizer = tx.pretrained.tokenizer_from_pretrained(str(tmp_path))
+    assert type(tokenizer).__name__ == "ByteLevelBPETokenizer"
+    assert tokenizer.split_pattern == "qwen2"

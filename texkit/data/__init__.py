@@ -23,11 +23,17 @@ from texkit.data.input_report import FieldReport, InputReport
 from texkit.data.scalar_data import MultiAlignedData, ScalarData
 from texkit.data.text_data import MonoTextData, PairedTextData
 from texkit.data.tfrecord_data import TFRecordData, write_tfrecords
-from texkit.data.tokenizers import BERTTokenizer, GPT2BPETokenizer, SentencePieceTokenizer
+from texkit.data.tokenizers import (
+    BERTTokenizer,
+    ByteLevelBPETokenizer,
+    GPT2BPETokenizer,
+    SentencePieceTokenizer,
+)
 from texkit.data.vocab import Vocab, make_vocab, split_tokens
 
 __all__ = [
     "BERTTokenizer",
+    "ByteLevelBPETokenizer",
     "DataBase",
     "Embedding",
     "EmbeddingFileError",

@@ -44,6 +44,7 @@ from texkit.modules.encoders.bert_family import ACTIVATIONS
 from texkit.pretrained.checkpoints import HUGGINGFACE, CheckpointError, Row
 from texkit.pretrained.family import Family, huggingface_format, register_family
 from texkit.pretrained.names import NameTable
+from texkit.pretrained.tokenizers import FolderTokenizer
 
 __all__ = ["Variant", "llama_line_family", "llama_line_hparams", "llama_line_name_table"]
 
@@ -320,7 +321,7 @@ def llama_line_family(
     name: str,
     variant: Variant,
     model_types: tuple[str, ...] = (),
-    tokenizer: type | None = None,
+    tokenizer: type | None = FolderTokenizer,
     check_config: Callable[[Mapping, str], None] | None = None,
     prefixes: tuple[str, ...] = ("model.",),
     config_translate: Callable[[dict], dict] | None = None,

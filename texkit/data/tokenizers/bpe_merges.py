@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-__all__ = ["bpe_merge", "merge_table"]
+__all__ = ["bpe_merge", "bpe_pieces", "merge_table"]
 
 _NO_MERGE = tf.int64.max
 
@@ -111,6 +111,39 @@ def bpe_merge(
         tf.cast(tf.gather(word_of, order), tf.int64),
         nrows=tf.size(words, out_type=tf.int64),
     )
+
+
+def bpe_pieces(
+    pieces: tf.RaggedTensor,
+    byte_ids: tf.Tensor,
+    table: tf.lookup.StaticHashTable,
+    bound: int,
+    whole_words: tf.lookup.StaticHashTable | None = None,
+) -> tf.RaggedTensor:
+    """``[batch, (pieces)]`` pre-tokenized pieces to ``[batch, (tokens)]`` int32 ids: each
+    distinct piece of the batch merged once (:func:`bpe_merge`).
+
+    Args:
+        pieces: The pieces (UTF-8 bytes) of each text.
+        byte_ids: ``[256]`` int32: the id of each byte's symbol.
+        table: :func:`merge_table`'s table.
+        bound: One more than the largest id.
+        whole_words: ``None``, or a table from a piece's bytes to its id (int64, -1 when none):
+            a piece it holds is that one token, not merged piece by piece (the ``tokenizers``
+            library's ``ignore_merges``).
+    """
+    unique, index = tf.unique(pieces.flat_values)
+    if whole_words is None:
+        ids = bpe_merge(unique, byte_ids, table, bound)
+    else:
+        whole = whole_words.lookup(unique)
+        found = whole >= 0
+        merged = bpe_merge(tf.where(found, "", unique), byte_ids, table, bound)
+        single = tf.RaggedTensor.from_row_lengths(
+            tf.cast(tf.boolean_mask(whole, found), tf.int32), tf.cast(found, tf.int64)
+        )
+        ids = tf.concat([merged, single], axis=1)
+    return pieces.with_flat_values(tf.gather(ids, index)).merge_dims(1, 2)
 
 
 def _even_in_run(chosen: tf.Tensor, follows: tf.Tensor) -> tf.Tensor:

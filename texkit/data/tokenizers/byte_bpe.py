@@ -36,7 +36,8 @@ Known differences from the reference, all deliberate or negligible:
   valid text); ICU decides how many U+FFFD an invalid sequence gives.
 * Special tokens written in a text (``"<|endoftext|>"``, ``"<s>"``) are ordinary text, as in
   OpenAI's ``encoder.py``; Hugging Face's tokenizers turn the added special tokens of a
-  ``tokenizer.json`` into their ids.
+  ``tokenizer.json`` into their ids, as :class:`~texkit.data.tokenizers.ByteLevelBPETokenizer`
+  does from that file.
 * Code points assigned after Unicode 17.0 are neither letters nor numbers here until RE2 knows
   them. Hugging Face's ``tokenizers`` 0.23 (Oniguruma's tables, Unicode 16.0) does not know the
   letters and digits of Unicode 17.0, and cuts pieces next to them otherwise than the reference
@@ -52,7 +53,7 @@ from typing import Any
 import tensorflow as tf
 
 from texkit.data.tokenizers.bpe_files import _find_files, _read_merges, _read_vocab
-from texkit.data.tokenizers.bpe_merges import bpe_merge, merge_table
+from texkit.data.tokenizers.bpe_merges import bpe_pieces, merge_table
 from texkit.data.tokenizers.split_patterns import SPLIT_PATTERNS, _cut_long_pieces, split_pieces
 from texkit.data.tokenizers.templated import TemplateTokenizer, setting, special_id
 
@@ -335,9 +336,7 @@ class GPT2BPETokenizer(TemplateTokenizer):
         words = split_pieces(texts, SPLIT_PATTERNS[self.split_pattern])
         if self.max_chars_per_word is not None:
             words = _cut_long_pieces(words, self.max_chars_per_word)
-        unique, index = tf.unique(words.flat_values)
-        ids = bpe_merge(unique, self._byte_ids, self._merges, self.vocab_size)
-        return words.with_flat_values(tf.gather(ids, index)).merge_dims(1, 2)
+        return bpe_pieces(words, self._byte_ids, self._merges, self.vocab_size)
 
 
 def _check_arguments(

@@ -1,16 +1,28 @@
-"""ALBERT's and T5's SentencePiece tokenizers in the TensorFlow graph, with the reference's ids.
+"""SentencePiece tokenizers in the TensorFlow graph (ALBERT's, T5's; Llama 2's, Mistral's and
+Gemma's byte-fallback models), with the reference's ids.
 
 :class:`SentencePieceTokenizer` turns raw strings into the ids of a SentencePiece model (a
-``spiece.model``) and packs them with static shapes, in one of two styles. Every step is a
-TensorFlow op (no ``tf.py_function``): ``tensorflow_text.SentencepieceTokenizer`` runs the model
-(the SentencePiece C++ library, with the model's own normalization), so the tokenizer runs
-eagerly, inside ``tf.function`` and ``tf.data`` pipelines, and is exported with a model in a
-SavedModel.
+``spiece.model`` or ``tokenizer.model``) and packs them with static shapes, in one of three
+styles. Every step is a TensorFlow op (no ``tf.py_function``):
+``tensorflow_text.SentencepieceTokenizer`` runs the model (the SentencePiece C++ library, with
+the model's own normalization), so the tokenizer runs eagerly, inside ``tf.function`` and
+``tf.data`` pipelines, and is exported with a model in a SavedModel.
 
 The references:
 
 * ``"t5"``: the ``sentencepiece`` library's ``encode(text)``, nothing before it; Hugging Face's
   slow ``T5Tokenizer`` (transformers 4, default ``legacy``) gives the same ids.
+* ``"llama"``: the ``sentencepiece`` library's ``encode(text)`` on a model with byte fallback
+  (characters the vocabulary lacks become ``<0xNN>`` byte pieces), whatever its normalizer
+  says (Llama 2 and Mistral add a dummy prefix, Gemma does not: the model holds it, and
+  ``tensorflow_text`` follows it); ``decode`` of the library too
+  (:mod:`~texkit.data.tokenizers.sentencepiece_decode`). :meth:`SentencePieceTokenizer.encode`
+  adds BOS and EOS as Hugging Face's ``LlamaTokenizer`` and ``GemmaTokenizer``
+  (``add_bos_token``, default true, ``add_eos_token``, default false, from the folder's
+  ``tokenizer_config.json``). Hugging Face's fast tokenizers (the ``tokenizer.json`` these
+  folders also hold) give the same ids except on whitespace at the start of a text (all three
+  test models), runs of whitespace the model holds as pieces (Gemma) and a ``▁`` written in
+  the text: there the ids are the library's, which the model was trained with.
 * ``"albert"``: Hugging Face's slow ``AlbertTokenizer`` (transformers 4: Python, on the
   ``sentencepiece`` library) with its defaults ``do_lower_case=True``, ``remove_space=True``,
   ``keep_accents=False``, and with the other values of the three: its text before
@@ -23,7 +35,7 @@ Known differences from the references, all rare or deliberate:
   segmentations of exactly the same score otherwise than the ``sentencepiece`` 0.2.3 package:
   in a run of a letter that the vocabulary has single and doubled (``lll``: ``l`` + ``ll`` or
   ``ll`` + ``l``) the two give the same pieces in another order. 1 of the 10,257 texts of the
-  tests, for T5 (none for ALBERT).
+  tests, for T5 (none for ALBERT, none of 10,202 for the three byte-fallback models).
 * The strings of special tokens in a text (``"[CLS]"``, ``"</s>"``) are ordinary text, as in
   the ``sentencepiece`` library and Google's ALBERT; Hugging Face's tokenizers turn them into
   their ids.
@@ -53,6 +65,7 @@ device is refused, never waited on) of at most :data:`texkit.files.MAX_JSON_BYTE
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import tensorflow as tf
@@ -63,10 +76,14 @@ from texkit.data.tokenizers.albert_text import (
     albert_preprocess,
     digit_comma_expansion,
 )
+from texkit.data.tokenizers.chat_templates import ChatTemplateMixin
+from texkit.data.tokenizers.sentencepiece_decode import PieceDecoder
 from texkit.data.tokenizers.sentencepiece_files import (
     _CONTROL,
     _UNKNOWN,
     _folder_settings,
+    _llama_options,
+    _llama_specials,
     _read_model,
 )
 from texkit.data.tokenizers.templated import TemplateTokenizer, setting, special_id
@@ -74,14 +91,14 @@ from texkit.data.tokenizers.unknown_runs import cut_unknown_runs, unknown_run_pa
 
 __all__ = ["STYLES", "SentencePieceTokenizer"]
 
-STYLES = ("albert", "t5")
+STYLES = ("albert", "t5", "llama")
 _SPACE_SYMBOL = "\u2581"
 
 
 # --- the class -----------------------------------------------------------------------------------
 
 
-class SentencePieceTokenizer(TemplateTokenizer):
+class SentencePieceTokenizer(ChatTemplateMixin, TemplateTokenizer):
     """ALBERT's or T5's SentencePiece tokenizer and input packing, in the TensorFlow graph.
 
     Gives the ids of the style's reference (see :mod:`texkit.data.tokenizers.sentencepiece` for
@@ -94,12 +111,16 @@ class SentencePieceTokenizer(TemplateTokenizer):
       ``B [SEP]``, as Hugging Face's ``AlbertTokenizer`` and BERT.
     * ``"t5"``: SentencePiece alone; ``A </s>`` and ``A </s> B </s>``, padded with ``<pad>``
       (id 0); ``segment_ids`` all 0 (T5 has no segments), as Hugging Face's ``T5Tokenizer``.
+    * ``"llama"``: SentencePiece alone; ``<s> A`` and ``<s> A <s> B`` (with ``add_eos_token``:
+      ``<s> A </s>``, ``<s> A </s> <s> B </s>``; without ``add_bos_token`` no ``<s>``), padded
+      with the pad token, else EOS; ``segment_ids`` 1 for the second text's part, as Hugging
+      Face's ``LlamaTokenizer`` and ``GemmaTokenizer``.
 
     Args:
-        model_file: A SentencePiece model (``spiece.model``; local or any ``tf.io.gfile`` path).
-            ``"albert"`` needs the pieces ``[CLS]``, ``[SEP]`` and ``<pad>``, ``"t5"`` ``</s>``
-            and ``<pad>``.
-        style: ``"albert"`` or ``"t5"``, as above.
+        model_file: A SentencePiece model (``spiece.model``, ``tokenizer.model``; local or any
+            ``tf.io.gfile`` path). ``"albert"`` needs the pieces ``[CLS]``, ``[SEP]`` and
+            ``<pad>``, ``"t5"`` ``</s>`` and ``<pad>``, ``"llama"`` the BOS and EOS it adds.
+        style: ``"albert"``, ``"t5"`` or ``"llama"``, as above.
         max_seq_length: Length of :meth:`encode`'s outputs, special tokens included (512 by
             default, as both models).
         do_lower_case: ``"albert"`` only: lowercase (``None``: ``True``, ALBERT's default).
@@ -107,6 +128,15 @@ class SentencePieceTokenizer(TemplateTokenizer):
             (``None``: ``False``).
         remove_space: ``"albert"`` only: strip the text and make each whitespace run one space
             (``None``: ``True``).
+        add_bos_token: ``"llama"`` only: :meth:`encode` adds BOS (``None``: ``True``).
+        add_eos_token: ``"llama"`` only: :meth:`encode` adds EOS (``None``: ``False``).
+        special_tokens: ``"llama"`` only: the text of the ``"bos"``, ``"eos"``, ``"unk"`` and
+            ``"pad"`` tokens (``None``: none); a role left out is the model's own piece
+            (``bos_piece``... of its ``trainer_spec``) when the model has it as a control piece.
+        added_tokens: ``"llama"`` only: ``{id: (text, special)}``, Hugging Face's
+            ``added_tokens_decoder``: an id of the model must be its piece; a special token
+            after the model's pieces extends the vocabulary (a pad token a fine-tune added);
+            special tokens are skipped by :meth:`detokenize`.
         name: Name of the ``tf.Module``.
 
     Example:
@@ -135,12 +165,26 @@ class SentencePieceTokenizer(TemplateTokenizer):
         >>> texts = tf.data.Dataset.from_tensor_slices(["Hello, world!", "¿Qué tal?"])
         >>> next(iter(texts.batch(2).map(tokenizer.encode)))["input_ids"].shape
         TensorShape([2, 16])
+
+        A byte-fallback model (the Llama-2-like one of the tests): characters the vocabulary
+        lacks become byte pieces, and :meth:`encode` adds ``<s>`` (and pads with ``</s>``: the
+        folder names no pad token).
+
+        >>> llama = tx.data.SentencePieceTokenizer.from_pretrained(
+        ...     "tests/fixtures/sentencepiece_byte/llama", max_seq_length=8
+        ... )
+        >>> [llama.id_to_token(i) for i in llama.tokenize("God 神").numpy()]
+        ['▁God', '▁', '<0xE7>', '<0xA5>', '<0x9E>']
+        >>> llama.encode("God 神")["input_ids"].numpy()
+        array([  1, 478, 934, 234, 168, 161,   2,   2], dtype=int32)
+        >>> llama.detokenize(llama.tokenize("God 神")).numpy().decode()
+        'God 神'
     """
 
     _source_arg = "model_file"
     _entry = "piece"
     _repr_files = ("model_file",)
-    _repr_settings = ("style", "max_seq_length", *ALBERT_OPTIONS)
+    _repr_settings = ("style", "max_seq_length", *ALBERT_OPTIONS, "add_bos_token", "add_eos_token")
 
     def __init__(
         self,
@@ -150,19 +194,48 @@ class SentencePieceTokenizer(TemplateTokenizer):
         do_lower_case: bool | None = None,
         keep_accents: bool | None = None,
         remove_space: bool | None = None,
+        add_bos_token: bool | None = None,
+        add_eos_token: bool | None = None,
+        special_tokens: Mapping[str, str | None] | None = None,
+        added_tokens: Mapping[int, tuple[str, bool]] | None = None,
         name: str = "sentencepiece_tokenizer",
     ):
         super().__init__(name=name)
         options = _albert_options(
             style, do_lower_case=do_lower_case, keep_accents=keep_accents, remove_space=remove_space
         )
-        self._settings = {"model_file": os.fspath(model_file), "style": style, **options}
+        flags = _llama_options(style, add_bos_token, add_eos_token, special_tokens, added_tokens)
+        self._settings = {"model_file": os.fspath(model_file), "style": style, **options, **flags}
         model, pieces, specs = _read_model(self.model_file)
+        if style == "llama":
+            template = self._set_llama(pieces, specs, special_tokens or {}, added_tokens or {})
+        else:
+            template = self._set_albert_t5(pieces, style)
+        # ALBERT: B [SEP] is segment 1; Llama: <s> B </s> is segment 1; T5 has no segments.
+        self._set_template(template, int(style != "t5"), max_seq_length, f"style={style!r}")
+
+        self._sentencepiece = tf_text.SentencepieceTokenizer(
+            model=model, out_type=tf.int32, add_bos=False, add_eos=False, reverse=False
+        )
+        self._unknown_run = self._unknown_run_pattern(pieces, specs)
+        self._piece_texts = tf.constant([token or "" for token in self._tokens])
+        # ALBERT's split of the pieces that end with a digit and a comma: each id's ids.
+        self._expansion = None
+        if style == "albert":
+            with tf.init_scope():
+                self._expansion = digit_comma_expansion(model, self._tokens, self._ids, self.unk_id)
+        self._compile()
+
+    def _set_albert_t5(
+        self, pieces: list[tuple[str, float, int]], style: str
+    ) -> tuple[tuple[int, ...], ...]:
+        """The vocabulary and special ids of ALBERT's or T5's style, and its template."""
         self._set_vocabulary([piece for piece, _, _ in pieces])
         needs = f"style={style!r} needs"
         self._special = {
             "pad": self._required("<pad>", needs),
             "unk": next(i for i, (_, _, kind) in enumerate(pieces) if kind == _UNKNOWN),
+            "bos": None,
         }
         if style == "albert":
             cls_id, sep_id = self._required("[CLS]", needs), self._required("[SEP]", needs)
@@ -173,20 +246,45 @@ class SentencePieceTokenizer(TemplateTokenizer):
             eos_id = self._required("</s>", needs)
             self._special.update(cls=None, sep=None, mask=None, eos=eos_id)
             template = ((), (eos_id,), (), (eos_id,))
+        self._special["pad_token"] = self._special["pad"]
         controls = {i for i, (_, _, kind) in enumerate(pieces) if kind == _CONTROL}
         self._special_ids = tuple(sorted({*controls, self.pad_id}))
-        # ALBERT: B [SEP] is segment 1; T5 has no segments.
-        self._set_template(template, int(style == "albert"), max_seq_length, f"style={style!r}")
+        self._decoder = None
+        return template
 
-        self._sentencepiece = tf_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
-        self._unknown_run = self._unknown_run_pattern(pieces, specs)
-        self._piece_texts = tf.constant(self._tokens)
-        # ALBERT's split of the pieces that end with a digit and a comma: each id's ids.
-        self._expansion = None
-        if style == "albert":
-            with tf.init_scope():
-                self._expansion = digit_comma_expansion(model, self._tokens, self._ids, self.unk_id)
-        self._compile()
+    def _set_llama(
+        self,
+        pieces: list[tuple[str, float, int]],
+        specs: dict[str, Any],
+        special_tokens: Mapping[str, str | None],
+        added_tokens: Mapping[int, tuple[str, bool]],
+    ) -> tuple[tuple[int, ...], ...]:
+        """The vocabulary, special ids, decoder and template of the ``"llama"`` style."""
+        vocabulary, special, special_added = _llama_specials(
+            pieces, specs, dict(special_tokens), dict(added_tokens), self.model_file
+        )
+        self._set_vocabulary(vocabulary)
+        for flag, role in (("add_bos_token", "bos"), ("add_eos_token", "eos")):
+            if self._settings[flag] and special[role] is None:
+                raise ValueError(
+                    f"SentencePieceTokenizer: {flag} is true but model_file "
+                    f"{self.model_file!r} has no {role} token (give special_tokens={{{role!r}: "
+                    f"...}} or {flag}=False)"
+                )
+        # Padding: the pad token, else EOS (a control piece, skipped as padding is), else <unk>.
+        pad = next(
+            i for i in (special["pad_token"], special["eos"], special["unk"]) if i is not None
+        )
+        self._special = {**special, "pad": pad, "cls": None, "sep": None, "mask": None}
+        controls = {i for i, (_, _, kind) in enumerate(pieces) if kind == _CONTROL}
+        # <unk> decodes as the library's " ⁇ " even when added_tokens_decoder marks it special.
+        skipped = {*controls, *special_added, pad} - {special["unk"]}
+        self._special_ids = tuple(sorted(skipped))
+        added = [token or "" for token in vocabulary[len(pieces) :]]
+        self._decoder = PieceDecoder(pieces, specs, added, set(self._special_ids))
+        bos = (special["bos"],) if self._settings["add_bos_token"] else ()
+        eos = (special["eos"],) if self._settings["add_eos_token"] else ()
+        return (bos, eos, bos, eos)
 
     def _unknown_run_pattern(
         self, pieces: list[tuple[str, float, int]], specs: dict[str, Any]
@@ -215,23 +313,31 @@ class SentencePieceTokenizer(TemplateTokenizer):
         cls, path: str | os.PathLike, style: str | None = None, **kwargs: Any
     ) -> SentencePieceTokenizer:
         """The tokenizer of a folder holding ``spiece.model`` (ALBERT's and T5's Hugging Face
-        folders) or a single other ``*.model``.
+        folders), ``tokenizer.model`` (Llama 2's, Mistral's, Gemma's) or a single other
+        ``*.model``.
 
         The folder's ``tokenizer_config.json`` (Hugging Face), when there is one, gives the
         ``"albert"`` options ``do_lower_case``, ``keep_accents`` and ``remove_space`` that
         ``kwargs`` do not; a value that is not a bool, ``sp_model_kwargs`` that are not empty
-        (sampling) and ``add_prefix_space: false`` are refused.
+        (sampling) and ``add_prefix_space: false`` are refused. For ``"llama"``, it and
+        ``special_tokens_map.json`` give ``add_bos_token``, ``add_eos_token``, the special
+        tokens and the added tokens
+        (:func:`~texkit.data.tokenizers.tokenizer_config.read_tokenizer_config`).
 
         Args:
             path: The folder (local or any ``tf.io.gfile`` path).
-            style: ``"albert"`` or ``"t5"``; ``None``: from ``tokenizer_class`` in
-                ``tokenizer_config.json`` (``AlbertTokenizer``, ``T5Tokenizer``, or their
-                ``Fast``), else ``model_type`` in ``config.json`` (``albert``, ``t5``, ``mt5``,
-                ``umt5``).
+            style: ``"albert"``, ``"t5"`` or ``"llama"``; ``None``: from ``tokenizer_class`` in
+                ``tokenizer_config.json`` (``AlbertTokenizer``, ``T5Tokenizer``,
+                ``LlamaTokenizer``, ``GemmaTokenizer``, or their ``Fast``), else ``model_type``
+                in ``config.json`` (``albert``, ``t5``, ``mt5``, ``umt5``, ``llama``,
+                ``mistral``, ``gemma``...), else ``"llama"`` for a ``tokenizer.model``.
             **kwargs: The other arguments of :class:`SentencePieceTokenizer`.
         """
         model_file, style, kwargs = _folder_settings(path, style, kwargs)
-        return cls(model_file, style=style, **kwargs)
+        tokenizer = cls(model_file, style=style, **kwargs)
+        if style == "llama":  # the chat models' folders
+            tokenizer.attach_chat_templates(os.path.dirname(model_file))
+        return tokenizer
 
     # --- Python-side facts -------------------------------------------------------------------
 
@@ -246,6 +352,15 @@ class SentencePieceTokenizer(TemplateTokenizer):
     sep_id = special_id("sep", """``[SEP]`` (``None`` for ``"t5"``).""")
     mask_id = special_id("mask", """``[MASK]`` (``None`` for ``"t5"`` or a model without it).""")
     eos_id = special_id("eos", """``</s>`` (``None`` for ``"albert"``).""")
+    add_bos_token = setting("add_bos_token", """``"llama"``: whether encode adds BOS.""")
+    add_eos_token = setting("add_eos_token", """``"llama"``: whether encode adds EOS.""")
+    bos_token_id = special_id("bos", """``"llama"``: the BOS token (``None`` if none).""")
+    eos_token_id = special_id("eos", """The EOS token (``None`` if none): as :attr:`eos_id`.""")
+    pad_token_id = special_id(
+        "pad_token",
+        """The pad token the folder names (``None`` if none: ``"llama"`` then pads with
+        :attr:`pad_id`, the EOS token).""",
+    )
 
     # --- graph ops ---------------------------------------------------------------------------
 
@@ -255,7 +370,10 @@ class SentencePieceTokenizer(TemplateTokenizer):
         With ``skip_special_tokens``, the ``sentencepiece`` library's ``decode`` (through
         ``tensorflow_text``): the pieces joined, ``▁`` as spaces, the text's first space
         dropped, ``<unk>`` as `` ⁇ ``, the control symbols and the padding as nothing. The text
-        is the one SentencePiece saw: for ``"albert"``, lowercased and without accents.
+        is the one SentencePiece saw: for ``"albert"``, lowercased and without accents. For
+        ``"llama"``, the ``sentencepiece`` 0.2 package's ``decode`` in TensorFlow ops
+        (:mod:`~texkit.data.tokenizers.sentencepiece_decode`: byte pieces reassembled into
+        UTF-8, only the dummy prefix's space dropped), the special added tokens skipped too.
 
         Args:
             ids: ``[time]`` or ``[batch, time]`` ids: a list, an array, a tensor or a ragged
@@ -267,6 +385,10 @@ class SentencePieceTokenizer(TemplateTokenizer):
         Returns:
             A string tensor: a scalar for ``[time]`` ids, ``[batch]`` otherwise.
         """
+        if self._decoder is not None:  # "llama": skipped ids still part byte runs
+            ids, single = self._id_rows(ids, skip_special_tokens=False)
+            text = self._decoder.decode(ids, skip_special_tokens)
+            return text[0] if single else text
         ids, single = self._id_rows(ids, skip_special_tokens)
         if skip_special_tokens:
             text = self._sentencepiece.detokenize(ids)

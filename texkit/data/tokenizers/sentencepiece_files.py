@@ -1,6 +1,8 @@
-"""The files of a SentencePiece tokenizer: the model (``spiece.model``, a serialized
-``ModelProto`` read without the ``sentencepiece`` package) and a Hugging Face folder's
-``tokenizer_config.json`` and ``config.json`` (the style and ALBERT's options).
+"""The files of a SentencePiece tokenizer: the model (``spiece.model`` or ``tokenizer.model``, a
+serialized ``ModelProto`` read without the ``sentencepiece`` package) and a Hugging Face
+folder's ``tokenizer_config.json`` and ``config.json`` (the style, ALBERT's options, and for
+``"llama"`` the special tokens and whether BOS and EOS are added:
+:mod:`~texkit.data.tokenizers.tokenizer_config`).
 
 The model file is read by :func:`~texkit.data.tokenizers.reading.read_file` (a regular file of
 at most :data:`texkit.files.MAX_JSON_BYTES` bytes), the JSON files by
@@ -12,12 +14,14 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Mapping
 from typing import Any
 
 import tensorflow as tf
 
 from texkit.data.tokenizers.albert_text import ALBERT_OPTIONS
 from texkit.data.tokenizers.reading import present, read_file, read_json_object, shown
+from texkit.data.tokenizers.tokenizer_config import read_tokenizer_config
 
 # Tokenizer classes and model types of Hugging Face folders, to a style.
 _STYLE_OF_CLASS = {
@@ -25,11 +29,52 @@ _STYLE_OF_CLASS = {
     "AlbertTokenizerFast": "albert",
     "T5Tokenizer": "t5",
     "T5TokenizerFast": "t5",
+    "LlamaTokenizer": "llama",
+    "LlamaTokenizerFast": "llama",
+    "CodeLlamaTokenizer": "llama",
+    "CodeLlamaTokenizerFast": "llama",
+    "GemmaTokenizer": "llama",
+    "GemmaTokenizerFast": "llama",
 }
-_STYLE_OF_MODEL_TYPE = {"albert": "albert", "t5": "t5", "mt5": "t5", "umt5": "t5"}
+_STYLE_OF_MODEL_TYPE = {
+    "albert": "albert",
+    "t5": "t5",
+    "mt5": "t5",
+    "umt5": "t5",
+    **dict.fromkeys(
+        ("llama", "mistral", "mixtral", "gemma", "gemma2", "gemma3", "gemma3_text"), "llama"
+    ),
+}
+# The model file of Llama's, Mistral's and Gemma's folders (ALBERT's and T5's: spiece.model).
+LLAMA_MODEL_FILE = "tokenizer.model"
 
 # SentencePiece's piece types (sentencepiece_model.proto).
-_NORMAL, _UNKNOWN, _CONTROL = 1, 2, 3
+_NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6
+
+# What _read_model reads of trainer_spec (2) and normalizer_spec (3): (message, field, wire
+# type) -> (name, kind), with the proto's defaults.
+_SPEC_FIELDS = {
+    (2, 35, 0): ("byte_fallback", bool),
+    (2, 44, 2): ("unk_surface", str),
+    (2, 45, 2): ("unk_piece", str),
+    (2, 46, 2): ("bos_piece", str),
+    (2, 47, 2): ("eos_piece", str),
+    (2, 48, 2): ("pad_piece", str),
+    (3, 2, 2): ("charsmap", bytes),
+    (3, 3, 0): ("add_dummy_prefix", bool),
+    (3, 4, 0): ("remove_extra_whitespaces", bool),
+}
+_SPEC_DEFAULTS = {
+    "byte_fallback": False,
+    "unk_surface": " \u2047 ",
+    "unk_piece": "<unk>",
+    "bos_piece": "<s>",
+    "eos_piece": "</s>",
+    "pad_piece": "<pad>",
+    "charsmap": b"",
+    "add_dummy_prefix": True,
+    "remove_extra_whitespaces": True,
+}
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -71,9 +116,10 @@ def _fields(data: bytes) -> list[tuple[int, int, Any]]:
 
 
 def _read_model(path: str) -> tuple[bytes, list[tuple[str, float, int]], dict[str, Any]]:
-    """A ``spiece.model``'s bytes, its pieces: (text, score, type), the id the index, and what
-    its normalization needs: ``charsmap`` (``normalizer_spec.precompiled_charsmap``) and
-    ``byte_fallback`` (``trainer_spec.byte_fallback``).
+    """A ``spiece.model``'s bytes, its pieces: (text, score, type), the id the index, and the
+    specs it holds (:data:`_SPEC_FIELDS`, e.g. ``charsmap``:
+    ``normalizer_spec.precompiled_charsmap``, ``byte_fallback``: ``trainer_spec.byte_fallback``,
+    ``bos_piece``, ``add_dummy_prefix``), the proto's defaults for those it does not.
 
     The pieces are read from the serialized ``ModelProto`` (field 1, each a ``SentencePiece``:
     1 ``piece``, 2 ``score``, 3 ``type``; 2 ``trainer_spec``, 3 ``normalizer_spec``) without
@@ -82,15 +128,16 @@ def _read_model(path: str) -> tuple[bytes, list[tuple[str, float, int]], dict[st
     """
     data = read_file(path, "SentencePieceTokenizer", "model_file", text=False)
     pieces = []
-    specs: dict[str, Any] = {"charsmap": b"", "byte_fallback": False}
+    specs: dict[str, Any] = dict(_SPEC_DEFAULTS)
     try:
         for number, wire, value in _fields(data):
             if number in (2, 3) and wire == 2:  # trainer_spec, normalizer_spec
                 for field, field_wire, field_value in _fields(value):
-                    if (number, field, field_wire) == (2, 35, 0):
-                        specs["byte_fallback"] = bool(field_value)
-                    elif (number, field, field_wire) == (3, 2, 2):
-                        specs["charsmap"] = field_value
+                    name, kind = _SPEC_FIELDS.get((number, field, field_wire), (None, None))
+                    if kind is str:
+                        specs[name] = field_value.decode("utf-8")
+                    elif kind is not None:
+                        specs[name] = kind(field_value)
             if number != 1:
                 continue
             if wire != 2:
@@ -119,46 +166,63 @@ def _read_model(path: str) -> tuple[bytes, list[tuple[str, float, int]], dict[st
     return data, pieces, specs
 
 
-def _folder_settings(
-    path: str | os.PathLike, style: str | None, kwargs: dict[str, Any]
-) -> tuple[str, str, dict[str, Any]]:
-    """The model file, the style and the arguments of
-    :meth:`~texkit.data.tokenizers.SentencePieceTokenizer.from_pretrained` for the folder
-    ``path``: ``style`` or the folder's, ``kwargs`` with ALBERT's options from its
-    ``tokenizer_config.json``."""
-    folder = os.fspath(path)
-    where = "SentencePieceTokenizer.from_pretrained"
-    if not tf.io.gfile.isdir(folder):
-        raise FileNotFoundError(f"{where}: {folder!r} is not a folder")
-    model_file = os.path.join(folder, "spiece.model")
-    if not tf.io.gfile.exists(model_file):
-        models = sorted(
-            name
-            for name in tf.io.gfile.listdir(folder)
-            if name.endswith(".model") and not tf.io.gfile.isdir(os.path.join(folder, name))
+def _model_file(folder: str, where: str) -> str:
+    """The folder's SentencePiece model: ``spiece.model``, else ``tokenizer.model``, else its one
+    ``*.model``."""
+    for name in ("spiece.model", LLAMA_MODEL_FILE):
+        if tf.io.gfile.exists(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    models = sorted(
+        name
+        for name in tf.io.gfile.listdir(folder)
+        if name.endswith(".model") and not tf.io.gfile.isdir(os.path.join(folder, name))
+    )
+    if len(models) != 1:
+        raise FileNotFoundError(
+            f"{where}: {folder!r} holds no spiece.model, no {LLAMA_MODEL_FILE} and "
+            + (f"several *.model files {models}; give one" if models else "no *.model")
+            + " (the SentencePiece model of ALBERT's, T5's, Llama's, Mistral's and Gemma's "
+            "folders)"
         )
-        if len(models) != 1:
-            raise FileNotFoundError(
-                f"{where}: {folder!r} holds no spiece.model and "
-                + (f"several *.model files {models}; give one" if models else "no *.model")
-                + " (the SentencePiece model of ALBERT and T5 folders)"
-            )
-        model_file = os.path.join(folder, models[0])
-    config_file = os.path.join(folder, "tokenizer_config.json")
-    config = read_json_object(config_file, where) if present(config_file) else {}
-    if style is None:
-        style = _STYLE_OF_CLASS.get(_text(config.get("tokenizer_class")))
+    return os.path.join(folder, models[0])
+
+
+def _folder_style(folder: str, model_file: str, config: dict[str, Any], where: str) -> str:
+    """The style a folder says: its ``tokenizer_class``, else its ``config.json``'s
+    ``model_type``, else ``"llama"`` for a ``tokenizer.model``."""
+    style = _STYLE_OF_CLASS.get(_text(config.get("tokenizer_class")))
     if style is None:
         model_config = os.path.join(folder, "config.json")
         if present(model_config):
             model_type = read_json_object(model_config, where).get("model_type")
             style = _STYLE_OF_MODEL_TYPE.get(_text(model_type))
+    if style is None and os.path.basename(model_file) == LLAMA_MODEL_FILE:
+        style = "llama"
     if style is None:
         raise ValueError(
-            f"{where}: {folder!r} does not say whether it is ALBERT's or T5's (no known "
+            f"{where}: {folder!r} does not say whether it is ALBERT's, T5's or Llama's (no known "
             "tokenizer_class in tokenizer_config.json, no known model_type in config.json); "
-            "give style='albert' or style='t5'"
+            "give style='albert', style='t5' or style='llama'"
         )
+    return style
+
+
+def _folder_settings(
+    path: str | os.PathLike, style: str | None, kwargs: dict[str, Any]
+) -> tuple[str, str, dict[str, Any]]:
+    """The model file, the style and the arguments of
+    :meth:`~texkit.data.tokenizers.SentencePieceTokenizer.from_pretrained` for the folder
+    ``path``: ``style`` or the folder's, ``kwargs`` with ALBERT's options or Llama's special
+    tokens from its ``tokenizer_config.json``."""
+    folder = os.fspath(path)
+    where = "SentencePieceTokenizer.from_pretrained"
+    if not tf.io.gfile.isdir(folder):
+        raise FileNotFoundError(f"{where}: {folder!r} is not a folder")
+    model_file = _model_file(folder, where)
+    config_file = os.path.join(folder, "tokenizer_config.json")
+    config = read_json_object(config_file, where) if present(config_file) else {}
+    if style is None:
+        style = _folder_style(folder, model_file, config, where)
     if config.get("sp_model_kwargs"):
         raise ValueError(
             f"{where}: {config_file!r} sets sp_model_kwargs="
@@ -181,9 +245,128 @@ def _folder_settings(
                         "or false"
                     )
                 kwargs[option] = value
+    elif style == "llama":
+        kwargs = _llama_settings(folder, where, kwargs)
     return model_file, style, kwargs
+
+
+def _llama_settings(folder: str, where: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with the special tokens, ``add_bos_token``, ``add_eos_token`` and the added
+    tokens of the folder's ``tokenizer_config.json`` and ``special_tokens_map.json`` (those
+    ``kwargs`` do not give)."""
+    config = read_tokenizer_config(folder, where)
+    kwargs = dict(kwargs)
+    for flag in ("add_bos_token", "add_eos_token"):
+        if kwargs.get(flag) is None:
+            kwargs[flag] = getattr(config, flag)
+    kwargs["special_tokens"] = {**config.tokens, **(kwargs.get("special_tokens") or {})}
+    if kwargs.get("added_tokens") is None:
+        kwargs["added_tokens"] = {
+            token_id: (token.content, token.special)
+            for token_id, token in config.added_tokens.items()
+        }
+    return kwargs
 
 
 def _text(value: Any) -> str | None:
     """``value`` if it is a string (a config's name of a class or a model type), else ``None``."""
     return value if isinstance(value, str) else None
+
+
+def _llama_specials(
+    pieces: list[tuple[str, float, int]],
+    specs: dict[str, Any],
+    tokens: dict[str, str | None],
+    added: dict[int, tuple[str, bool]],
+    model_file: str,
+) -> tuple[list[str | None], dict[str, int | None], set[int]]:
+    """The ``"llama"`` style's vocabulary (the pieces, then the added tokens after them), its
+    special ids by role (``"bos"``, ``"eos"``, ``"unk"``, ``"pad_token"``: a role ``tokens``
+    does not give is the model's own ``bos_piece``... when the model has it as a control piece)
+    and the ids of the special added tokens.
+
+    Raises:
+        ValueError: an added token that contradicts the model's piece of its id, a non-special
+            added token after the pieces, a special token that is neither a piece nor an added
+            token; the message names the model file.
+    """
+    where = f"SentencePieceTokenizer: model_file {model_file!r}"
+    vocabulary: list[str | None] = [text for text, _, _ in pieces]
+    special_added = set()
+    for token_id, (content, special) in sorted(added.items()):
+        if token_id < len(pieces):
+            if content != pieces[token_id][0]:
+                raise ValueError(
+                    f"{where}: added token {token_id} is {content!r} (added_tokens_decoder of "
+                    f"tokenizer_config.json) but the model's piece {token_id} is "
+                    f"{pieces[token_id][0]!r}"
+                )
+        elif not special:
+            raise ValueError(
+                f"{where}: added token {token_id} {content!r} lies after the model's "
+                f"{len(pieces)} pieces and is not special; texkit reads only special tokens "
+                "added after the model"
+            )
+        else:
+            vocabulary += [None] * (token_id + 1 - len(vocabulary))
+            vocabulary[token_id] = content
+        if special:
+            special_added.add(token_id)
+    ids: dict[str, int] = {}
+    for token_id, text in enumerate(vocabulary):
+        if text is not None:
+            ids.setdefault(text, token_id)
+    kinds = {"bos": _CONTROL, "eos": _CONTROL, "unk": _UNKNOWN, "pad": _CONTROL}
+    special: dict[str, int | None] = {}
+    for role, kind in kinds.items():
+        if role in tokens:
+            text = tokens[role]
+            if text is not None and text not in ids:
+                raise ValueError(
+                    f"{where}: the {role}_token {text!r} (tokenizer_config.json or "
+                    "special_tokens_map.json) is neither a piece of the model nor an added token"
+                )
+            special[role] = None if text is None else ids[text]
+        else:
+            token_id = ids.get(specs[f"{role}_piece"])
+            usable = token_id is not None and token_id < len(pieces)
+            special[role] = token_id if usable and pieces[token_id][2] == kind else None
+    if special["unk"] is None:
+        special["unk"] = next(i for i, (_, _, kind) in enumerate(pieces) if kind == _UNKNOWN)
+    special["pad_token"] = special.pop("pad")
+    return vocabulary, special, special_added
+
+
+def _llama_options(
+    style: str,
+    add_bos_token: bool | None,
+    add_eos_token: bool | None,
+    special_tokens: Mapping[str, str | None] | None,
+    added_tokens: Mapping[int, tuple[str, bool]] | None,
+) -> dict[str, bool | None]:
+    """The ``"llama"`` flags, checked, with Hugging Face's ``LlamaTokenizer`` defaults (BOS
+    added, EOS not); ``None`` for the other styles, which take none of these arguments."""
+    given = {"add_bos_token": add_bos_token, "add_eos_token": add_eos_token}
+    if style != "llama":
+        extra = {"special_tokens": special_tokens, "added_tokens": added_tokens, **given}
+        named = [key for key, value in extra.items() if value is not None]
+        if named:
+            raise ValueError(
+                f"SentencePieceTokenizer: {', '.join(named)} belong to style='llama'; "
+                f"style={style!r} has its own special tokens (leave them None)"
+            )
+        return dict.fromkeys(given)
+    for flag, value in given.items():
+        if value is not None and not isinstance(value, bool):
+            raise TypeError(f"SentencePieceTokenizer: {flag} must be a bool or None, got {value!r}")
+    roles = ("bos", "eos", "unk", "pad")
+    for role, text in (special_tokens or {}).items():
+        if role not in roles or (text is not None and not isinstance(text, str)):
+            raise ValueError(
+                f"SentencePieceTokenizer: special_tokens maps {roles} to a token's text or None, "
+                f"got {role!r}: {text!r}"
+            )
+    return {
+        "add_bos_token": True if add_bos_token is None else add_bos_token,
+        "add_eos_token": False if add_eos_token is None else add_eos_token,
+    }

@@ -2,9 +2,15 @@
 byte-level BPE merges apart, and the split itself in TensorFlow ops.
 
 :data:`SPLIT_PATTERNS` names each pattern (:class:`SplitPattern`); a tokenizer chooses one by
-name (:class:`~texkit.data.tokenizers.GPT2BPETokenizer`'s ``split_pattern``). ``"gpt2"`` is
-GPT-2's (and RoBERTa's), in Python's ``regex`` module:
-``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``.
+name (:class:`~texkit.data.tokenizers.GPT2BPETokenizer`'s ``split_pattern``), or by the exact
+regular expression a ``tokenizer.json`` writes (:func:`pattern_named`, for
+:class:`~texkit.data.tokenizers.ByteLevelBPETokenizer`). ``"gpt2"`` is GPT-2's (and RoBERTa's),
+in Python's ``regex`` module:
+``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``;
+``"llama3"`` is Llama 3's (case-insensitive contractions, a word led by one character that is
+no line break, letter or digit, digits by three, ``\\s*[\\r\\n]+`` before the lookahead),
+``"qwen2"`` Qwen2's and Qwen3's (Llama 3's with digits one by one), ``"tekken"`` Mistral's Tekken
+(Mistral NeMo and later: words cut where lowercase turns to uppercase, no contractions).
 
 How, in TensorFlow:
 
@@ -21,6 +27,12 @@ How, in TensorFlow:
   of the reference crosses such a cut, so the pieces are the reference's.
   (``tensorflow_text.regex_split`` would do the second pass, but it stops at the first NUL
   character of a text.)
+* In Llama 3's, Qwen2's and Tekken's patterns ``\\s*[\\r\\n]+`` comes before the lookahead: a
+  whitespace run that ends in ``\\r`` or ``\\n`` before a non-space is one piece, which that
+  alternative takes whole. Their cut leaves such runs alone (:attr:`SplitPattern.cut` puts no
+  mark before a last character that is ``\\r`` or ``\\n``; GPT-2's cut would part ``" \\n\\n"``
+  before a letter into ``" \\n"`` and ``"\\n"``). With it the ids equal the ``tokenizers``
+  library's on every text of ``tests/data/test_byte_level_bpe.py`` (10,900 a pattern).
 * ``\\s`` is spelled out as the ``regex`` module's (Unicode White_Space: 25 characters; RE2's
   ``\\s`` is 5 ASCII ones). ``\\p{L}`` and ``\\p{N}`` are RE2's tables (Unicode 15.0 in
   TensorFlow 2.21) plus the letters and digits that Unicode 15.1, 16.0 and 17.0 added
@@ -36,7 +48,7 @@ import dataclasses
 
 import tensorflow as tf
 
-__all__ = ["SPLIT_PATTERNS", "SplitPattern", "split_pieces"]
+__all__ = ["SPLIT_PATTERNS", "SplitPattern", "pattern_named", "split_pieces"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,10 +69,10 @@ class SplitPattern:
 
 
 # The regex module's \s (Unicode White_Space), as RE2 class items.
-_WHITESPACE = (
-    r"\t\n\x0B\x0C\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}"
-    r"\x{3000}"
+_WHITESPACE_BUT_LINE_BREAKS = (
+    r"\t\x0B\x0C \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}"
 )
+_WHITESPACE = r"\n\r" + _WHITESPACE_BUT_LINE_BREAKS
 # The letters (L*) and numbers (N*) of Unicode 15.1, 16.0 and 17.0 that RE2's \p{L} and \p{N}
 # (Unicode 15.0) do not hold: every code point where the regex module 2026.11.15 (Unicode 17.0)
 # and RE2 in TensorFlow 2.21 disagree on being a letter or a number (RE2 never says so where
@@ -90,6 +102,17 @@ _NUMBER = rf"[\p{{N}}{_RECENT_NUMBERS}]"
 _OTHER = rf"[^{_WHITESPACE}\p{{L}}\p{{N}}{_RECENT_LETTERS}{_RECENT_NUMBERS}]"
 _SPACE = rf"[{_WHITESPACE}]"
 
+# An optional character before a word in Llama 3's and later patterns: [^\r\n\p{L}\p{N}].
+_WORD_LEAD = rf"[^\r\n\p{{L}}\p{{N}}{_RECENT_LETTERS}{_RECENT_NUMBERS}]"
+_CONTRACTIONS = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)"
+# Tekken's cased classes; a letter Unicode assigned after 15.0 counts as \p{Lo} (in both).
+_UPPER_OR_CASELESS = rf"[\p{{Lu}}\p{{Lt}}\p{{Lm}}\p{{Lo}}\p{{M}}{_RECENT_LETTERS}]"
+_LOWER_OR_CASELESS = rf"[\p{{Ll}}\p{{Lm}}\p{{Lo}}\p{{M}}{_RECENT_LETTERS}]"
+# The cut of the patterns where \s*[\r\n]+ comes before \s+(?!\S): a run whose last
+# whitespace character is \r or \n ends in a line break, which that alternative takes whole.
+_CUT_BEFORE_LINE_BREAKS = rf"({_SPACE})([{_WHITESPACE_BUT_LINE_BREAKS}][^{_WHITESPACE}])"
+_LINE_BREAKS = rf"{_SPACE}*[\r\n]+"
+
 SPLIT_PATTERNS = {
     "gpt2": SplitPattern(
         reference=(r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"),
@@ -98,7 +121,57 @@ SPLIT_PATTERNS = {
         # The last whitespace character of a run of two or more before a non-space.
         cut=rf"({_SPACE})({_SPACE}[^{_WHITESPACE}])",
     ),
+    "llama3": SplitPattern(
+        reference=(
+            r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+            r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+        ),
+        pieces=(
+            rf"{_CONTRACTIONS}|{_WORD_LEAD}?{_LETTER}+|{_NUMBER}{{1,3}}| ?{_OTHER}+[\r\n]*"
+            rf"|{_LINE_BREAKS}|{_SPACE}+"
+        ),
+        cut=_CUT_BEFORE_LINE_BREAKS,
+    ),
+    "qwen2": SplitPattern(
+        reference=(
+            r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
+            r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+        ),
+        pieces=(
+            rf"{_CONTRACTIONS}|{_WORD_LEAD}?{_LETTER}+|{_NUMBER}| ?{_OTHER}+[\r\n]*"
+            rf"|{_LINE_BREAKS}|{_SPACE}+"
+        ),
+        cut=_CUT_BEFORE_LINE_BREAKS,
+    ),
+    "tekken": SplitPattern(
+        reference=(
+            r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
+            r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*"
+            r"|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+        ),
+        # The second alternative comes into play only where the first finds no lowercase or
+        # caseless letter or mark after the lead: there it takes the run of upper- and
+        # titlecase letters, which [\p{Lu}\p{Lt}]+ says alone (the same pieces; RE2 finds them
+        # three times faster on text of many scripts).
+        pieces=(
+            rf"{_WORD_LEAD}?{_UPPER_OR_CASELESS}*{_LOWER_OR_CASELESS}+"
+            rf"|{_WORD_LEAD}?[\p{{Lu}}\p{{Lt}}]+"
+            rf"|{_NUMBER}| ?{_OTHER}+[\r\n/]*|{_LINE_BREAKS}|{_SPACE}+"
+        ),
+        cut=_CUT_BEFORE_LINE_BREAKS,
+    ),
 }
+
+
+def pattern_named(reference: str) -> str | None:
+    """The key of :data:`SPLIT_PATTERNS` whose reference pattern is ``reference`` (as a
+    ``tokenizer.json`` writes it), or ``None``."""
+    for name, pattern in SPLIT_PATTERNS.items():
+        if pattern.reference == reference:
+            return name
+    return None
+
+
 # Marks the cuts: not UTF-8, so in no text and matched by no pattern.
 _MARK = b"\xff"
 
