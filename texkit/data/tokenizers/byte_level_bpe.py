@@ -47,13 +47,13 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from texkit.data.tokenizers.bpe_merges import bpe_pieces, merge_table
-from texkit.data.tokenizers.chat_templates import ChatTemplateMixin
 from texkit.data.tokenizers.byte_bpe import (
     _MAX_CUT,
     MAX_CHARS_PER_WORD,
     MAX_VOCAB_SIZE,
     byte_symbols,
 )
+from texkit.data.tokenizers.chat_templates import ChatTemplateMixin
 from texkit.data.tokenizers.reading import present
 from texkit.data.tokenizers.split_patterns import SPLIT_PATTERNS, _cut_long_pieces, split_pieces
 from texkit.data.tokenizers.templated import TemplateTokenizer, setting, special_id
