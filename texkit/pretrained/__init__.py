@@ -1,4 +1,5 @@
-"""Pretrained checkpoints: the BERT family (BERT, RoBERTa, DistilBERT, ALBERT, ELECTRA), GPT-2, T5.
+"""Pretrained checkpoints: the BERT family (BERT, RoBERTa, DistilBERT, ALBERT, ELECTRA), GPT-2, T5,
+and the decoder LLMs of the Llama line (Llama, Mistral, Qwen 2/3, Gemma 1/2/3, Phi-3).
 
 :func:`from_pretrained` builds whatever module a checkpoint folder holds; each family class's
 own ``from_pretrained`` calls the one loader, :func:`module_from_pretrained`. A family is data
