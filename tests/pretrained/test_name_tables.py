@@ -46,7 +46,9 @@ def now():
 
 
 def test_every_family_and_case_is_compared(before, now):
-    assert sorted(now) == sorted(tx.pretrained.FAMILIES) == sorted(before)
+    # Every family the tables were captured for (families added since, the Llama line, are
+    # checked against transformers' outputs instead: tests/pretrained/test_llama_line.py).
+    assert sorted(now) == sorted(before) and set(before) <= set(tx.pretrained.FAMILIES)
     for family, cases in before.items():
         assert sorted(now[family]) == sorted(cases), family
         for case, parts in cases.items():

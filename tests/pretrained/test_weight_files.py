@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
-from texkit.pretrained.checkpoints import HUGGINGFACE, CheckpointError, WeightsReader
+from texkit.pretrained.checkpoints import HUGGINGFACE, CheckpointError
 from texkit.pretrained.family import Format, huggingface_format
 from texkit.pretrained.folders import weight_files
+from texkit.pretrained.readers import WeightsReader
 
 GPT2 = os.path.join(os.path.dirname(__file__), "..", "fixtures", "families", "gpt2")
 

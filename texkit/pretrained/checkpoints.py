@@ -1,5 +1,6 @@
 """What every pretrained family shares: checkpoint errors and reports, weight layouts, packaged
-checkpoint names, and the all-or-nothing assignment of a checked loading plan.
+checkpoint names, and the all-or-nothing assignment of a checked loading plan. The readers of
+checkpoint files are in :mod:`~texkit.pretrained.readers`.
 
 A family module (:mod:`texkit.pretrained.bert`) holds its data: its config translation and its
 name table (written with :mod:`texkit.pretrained.names`), whose rows (:class:`Row`) say which
@@ -9,17 +10,13 @@ variable of the texkit module each checkpoint entry fills and how the entry is l
 from __future__ import annotations
 
 import importlib.util
-import io
 import os
 import re
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
 import tensorflow as tf
-
-from texkit.files import check_regular_file
 
 __all__ = [
     "DENSE",
@@ -38,8 +35,6 @@ __all__ = [
     "Row",
     "SAME",
     "CheckpointError",
-    "CheckpointReader",
-    "WeightsReader",
     "LoadReport",
     "assign_all_or_nothing",
     "resolve_attribute",
@@ -78,7 +73,9 @@ class Row(NamedTuple):
         prefixed: whether a Hugging Face model prefix (``bert.``, ``roberta.``) may precede the
             name (heads outside the base model have none).
         split: ``(index, count)``: the variable is the ``index``-th of ``count`` equal slices of
-            the entry along its last axis (GPT-2's fused query/key/value); ``None``: all of it.
+            the entry along its last axis (GPT-2's fused query/key/value); ``(start, stop,
+            count)``: slices ``start`` to ``stop - 1`` of them (Phi-3's fused query/key/value
+            with fewer key/value heads, in units of one key/value head); ``None``: all of it.
         heads: the number of attention heads, which the per-head layouts (``HEADS_IN``,
             ``HEADS_BIAS``, ``HEADS_OUT``) need for the stored shape; ``None`` for the others.
     """
@@ -87,7 +84,7 @@ class Row(NamedTuple):
     names: dict
     layout: str
     prefixed: bool = True
-    split: tuple[int, int] | None = None
+    split: tuple[int, ...] | None = None
     heads: int | None = None
 
 
@@ -189,183 +186,6 @@ def _from_hub(name: str) -> str:
         ) from None
 
 
-class CheckpointReader:
-    """Names, shapes and values of one checkpoint file's entries.
-
-    Args:
-        file: a TF checkpoint prefix (``GOOGLE``: ``bert_model.ckpt``), a ``.safetensors``
-            file (``HUGGINGFACE``) or a Keras 3 ``.weights.h5`` file (``KERAS_HUB``), local or a
-            ``tf.io.gfile`` URL.
-        fmt: ``GOOGLE``, ``OPENAI``, ``HUGGINGFACE`` or ``KERAS_HUB``.
-        skipped: entries that are not weights (optimizer slots, counters, tied copies) and are
-            left out of ``shapes``.
-
-    A ``.weights.h5`` file's entries are its datasets, named by their HDF5 paths as Keras 3
-    writes them (``layers/transformer_encoder_1/_self_attention_layer/query_dense/vars/0``).
-
-    Attributes:
-        shapes: ``{entry: shape}`` (from the safetensors header, the TF checkpoint's index or
-            the HDF5 metadata; no values are read).
-        file_bytes: the total size of the weights' files, in bytes.
-
-    Raises:
-        CheckpointError: a file is missing or not a regular file (a FIFO, a device, a folder),
-            or cannot be read as the format.
-    """
-
-    def __init__(self, file: str, fmt: str, skipped: Callable[[str], bool]):
-        self.format = fmt
-        self.file = file
-        self.file_bytes = self._check_files()
-        if self.format == KERAS_HUB:
-            self._open_h5(skipped)
-            return
-        if self.format != HUGGINGFACE:  # a TF checkpoint
-            try:
-                self._reader = tf.train.load_checkpoint(self.file)
-                shapes = self._reader.get_variable_to_shape_map()
-            except (tf.errors.OpError, ValueError) as error:
-                raise CheckpointError(
-                    f"{self.file}: cannot read the checkpoint ({error})"
-                ) from None
-            self.shapes = {k: tuple(v) for k, v in shapes.items() if not skipped(k)}
-            return
-        from safetensors import SafetensorError, safe_open
-        from safetensors.numpy import load as load_bytes
-
-        try:
-            if "://" in self.file:  # gs:// and other tf.io.gfile file systems: read it whole
-                with tf.io.gfile.GFile(self.file, "rb") as f:
-                    self._arrays = load_bytes(f.read())
-                self._reader = None
-                keys = list(self._arrays)
-            else:
-                self._reader = safe_open(self.file, framework="np")
-                keys = list(self._reader.keys())
-        except (SafetensorError, OSError, tf.errors.OpError) as error:
-            raise CheckpointError(
-                f"{self.file}: not a readable safetensors file ({error}); it may be truncated or "
-                "corrupt"
-            ) from None
-        self.keys, self.shapes = keys, {}  # keys: every entry, skipped ones too
-        for key in keys:
-            if not skipped(key):
-                self.shapes[key] = self._shape(key)
-
-    def _check_files(self) -> int:
-        """Checks that the weights' files are regular files and returns their total size.
-
-        The readers open files by name and would wait forever on a FIFO (safetensors even
-        holding the GIL) or read a device without end, so each file is checked first
-        (:func:`texkit.files.check_regular_file`, which never blocks). A TF checkpoint is its
-        ``.index`` file and its ``.data-*`` shards.
-        """
-        if self.format in (HUGGINGFACE, KERAS_HUB):
-            return check_regular_file(self.file, error=CheckpointError)
-        total = check_regular_file(self.file + ".index", error=CheckpointError)
-        folder, prefix = os.path.split(self.file)
-        try:
-            names = tf.io.gfile.listdir(folder or ".")
-        except tf.errors.OpError as error:
-            raise CheckpointError(f"{folder}: cannot list the folder ({error})") from None
-        for name in sorted(names):
-            if name.startswith(prefix + ".data-"):
-                total += check_regular_file(os.path.join(folder, name), error=CheckpointError)
-        return total
-
-    def _open_h5(self, skipped: Callable[[str], bool]) -> None:
-        import h5py
-
-        datasets = {}
-
-        def visit(name: str, node: Any) -> None:
-            if isinstance(node, h5py.Dataset):
-                datasets[name] = node
-
-        try:
-            if "://" in self.file:  # gs:// and other tf.io.gfile file systems: read it whole
-                with tf.io.gfile.GFile(self.file, "rb") as f:
-                    self._reader = h5py.File(io.BytesIO(f.read()), "r")
-            else:
-                self._reader = h5py.File(self.file, "r")
-            self._reader.visititems(visit)
-            shapes = {name: tuple(d.shape) for name, d in datasets.items()}
-            elsewhere = [n for n, d in datasets.items() if d.is_virtual or d.external]
-        except Exception as error:  # noqa: BLE001 - h5py raises OSError, KeyError, RuntimeError
-            raise CheckpointError(
-                f"{self.file}: not a readable Keras .weights.h5 file ({type(error).__name__}: "
-                f"{error}); it may be truncated or corrupt"
-            ) from None
-        if elsewhere:
-            # Keras writes every value into the file; a dataset whose values live in other
-            # files (external storage, a virtual dataset) could make the reader open any path.
-            raise CheckpointError(
-                f"{self.file}: the values of {elsewhere[0]!r} are stored outside the file "
-                "(an external or virtual HDF5 dataset), which Keras never writes"
-            )
-        self._datasets = datasets
-        self.shapes = {k: v for k, v in shapes.items() if not skipped(k)}
-
-    def _shape(self, key: str) -> tuple:
-        if self._reader is None:
-            return tuple(self._arrays[key].shape)
-        return tuple(self._reader.get_slice(key).get_shape())
-
-    def read(self, name: str) -> np.ndarray:
-        try:
-            if self.format == HUGGINGFACE and self._reader is None:
-                return self._arrays[name]
-            if self.format == KERAS_HUB:
-                return np.asarray(self._datasets[name][()])
-            return np.asarray(self._reader.get_tensor(name))
-        except Exception as error:  # noqa: BLE001 - each reader has its own error types
-            raise CheckpointError(f"{self.file}: cannot read {name!r} ({error})") from None
-
-
-class WeightsReader:
-    """Names, shapes and values of a checkpoint's entries, in one weights file or several.
-
-    Args:
-        files: the weights' files (see :class:`CheckpointReader`), each opened once; an
-            entry's values are read from its own file when asked for, so loading holds the
-            model and one entry at a time.
-        fmt, skipped: as for :class:`CheckpointReader`.
-
-    Attributes:
-        shapes: ``{entry: shape}`` of every file.
-        readers: each file's :class:`CheckpointReader`.
-        file_bytes: the total size of the files, in bytes.
-        file: the file, for messages (several: their folder and names).
-
-    Raises:
-        CheckpointError: as :class:`CheckpointReader`; or an entry in two files.
-    """
-
-    def __init__(self, files: Sequence[str], fmt: str, skipped: Callable[[str], bool]):
-        self.files = list(files)
-        self.format = fmt
-        folder = os.path.dirname(self.files[0])
-        names = ", ".join(os.path.basename(f) for f in self.files)
-        self.file = self.files[0] if len(self.files) == 1 else f"{folder} ({names})"
-        self.shapes: dict[str, tuple] = {}
-        self.file_bytes = 0
-        self._owner: dict[str, CheckpointReader] = {}
-        self.readers = [CheckpointReader(file, fmt, skipped) for file in self.files]
-        for file, reader in zip(self.files, self.readers, strict=True):
-            for name, shape in reader.shapes.items():
-                if name in self._owner:
-                    raise CheckpointError(
-                        f"{file}: {name!r} is in {self._owner[name].file} too (an entry "
-                        "belongs to one file)"
-                    )
-                self._owner[name] = reader
-                self.shapes[name] = shape
-            self.file_bytes += reader.file_bytes
-
-    def read(self, name: str) -> np.ndarray:
-        return self._owner[name].read(name)
-
-
 def resolve_attribute(root: Any, path: str) -> Any:
     node = root
     for part in path.split("."):
@@ -391,10 +211,19 @@ def to_keras_layout(
     elif layout == CONV1D and fmt != HUGGINGFACE:
         value = value[0]
     if split is not None:
-        index, count = split
+        start, stop, count = split_bounds(split)
         size = value.shape[-1] // count
-        value = value[..., index * size : (index + 1) * size]
+        value = value[..., start * size : stop * size]
     return value
+
+
+def split_bounds(split: tuple[int, ...]) -> tuple[int, int, int]:
+    """``(start, stop, count)`` of a ``Row.split``: the variable is slices ``start .. stop - 1``
+    of the entry cut into ``count`` equal slices (``(index, count)`` is one slice)."""
+    if len(split) == 2:
+        return split[0], split[0] + 1, split[1]
+    start, stop, count = split
+    return start, stop, count
 
 
 def stored_shape(
@@ -419,7 +248,8 @@ def stored_shape(
         else:
             return (heads, shape[0] // heads, shape[1])
     if split is not None:
-        shape = (*shape[:-1], shape[-1] * split[1])
+        start, stop, count = split_bounds(split)
+        shape = (*shape[:-1], shape[-1] // (stop - start) * count)
     if layout == OUT_IN or (layout == DENSE and fmt == HUGGINGFACE):
         return shape[::-1]
     if layout == CONV1D and fmt != HUGGINGFACE:

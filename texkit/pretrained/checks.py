@@ -22,12 +22,12 @@ from texkit.pretrained.checkpoints import (
     HUGGINGFACE,
     CheckpointError,
     Row,
-    WeightsReader,
     stored_shape,
 )
 from texkit.pretrained.family import Family, Format
 from texkit.pretrained.folders import config_source, get_path, inspect_folder, weight_files
 from texkit.pretrained.names import MODULE
+from texkit.pretrained.readers import WeightsReader
 from texkit.pretrained.safetensors_files import check_index, is_sharded_folder, read_index
 
 __all__ = [

@@ -29,10 +29,10 @@ from texkit.pretrained.checkpoints import (
     HUGGINGFACE,
     KERAS_HUB,
     CheckpointError,
-    CheckpointReader,
     resolve_checkpoint,
 )
 from texkit.pretrained.family import FAMILIES, Family, Format, family_for_type
+from texkit.pretrained.readers import CheckpointReader
 from texkit.pretrained.safetensors_files import INDEX, is_sharded, is_sharded_folder, read_index
 
 __all__ = [

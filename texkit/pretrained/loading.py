@@ -15,20 +15,19 @@ module does the rest, the same way for all:
 * **Loading** is strict and all-or-nothing: every weight of the module (and of the heads being
   loaded) comes from exactly one entry, shapes agree, values are finite floats, and an entry under
   the module's own names that the table does not know is an error. Everything is read and
-  checked before anything is assigned (float16 and bfloat16 weights are cast to the
-  variables' dtype), so after an error the model is exactly as it was.
-  Entries outside the module (other heads, optimizer state) are reported, not loaded.
+  checked before anything is assigned, one file and one entry at a time, then assigned in a
+  second pass (:mod:`~texkit.pretrained.streamed_loading`; float16 and bfloat16 weights are cast
+  to the variables' dtype), so loading holds the model and one shard, and after an error the
+  model is exactly as it was. Entries outside the module (other heads, optimizer state) are
+  reported, not loaded.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
-
-import ml_dtypes
-import numpy as np
 
 from texkit import registry
 from texkit.configurable import ModuleBase
@@ -38,20 +37,9 @@ from texkit.hparams.rules import short
 from texkit.pretrained.checkpoints import (
     CheckpointError,
     LoadReport,
-    Row,
-    WeightsReader,
-    assign_all_or_nothing,
-    resolve_attribute,
     resolve_checkpoint,
-    stored_shape,
-    to_keras_layout,
 )
-from texkit.pretrained.checks import (
-    check_config_against_weights,
-    entry_names,
-    reader_for,
-    strip_prefix,
-)
+from texkit.pretrained.checks import check_config_against_weights, reader_for
 from texkit.pretrained.family import FAMILIES, Family, Format, family_of
 from texkit.pretrained.folders import (
     config_source,
@@ -61,6 +49,7 @@ from texkit.pretrained.folders import (
     merge_user_hparams,
 )
 from texkit.pretrained.names import MODULE
+from texkit.pretrained.streamed_loading import LoadPlan
 from texkit.pretrained.tokenizers import tokenizer_from_pretrained
 
 __all__ = [
@@ -90,7 +79,7 @@ def _checked_config(cls: type, path: str) -> tuple[Family, Format, dict]:
     family, fmt, raw = inspect_folder(path)
     wanted = family_of(cls) if cls is not None else family
     source = config_source(path, fmt)
-    if wanted is not family:
+    if wanted.module is not family.module:
         raise CheckpointError(
             f"{source}: a {family.name} checkpoint ({_kind(raw)}), not "
             f"{wanted.name}: load it with {family.module.__name__}, or with "
@@ -140,7 +129,7 @@ def module_from_pretrained(
     else:
         family, fmt, config = _checked_config(cls, path)
         module = cls(_merged(family, fmt, config, hparams, path), **kwargs)
-    module.load_report = load_checkpoint(module, path, allow_non_finite=allow_non_finite)
+    module.load_report = _load(module, path, allow_non_finite, keep_previous=False)
     return module
 
 
@@ -298,18 +287,29 @@ def load_checkpoint(
         CheckpointError: a folder of another family, a config that describes another
             architecture than the model's (e.g. another ``hidden_act``), a missing or
             unreadable file, a missing or unknown variable, a shape mismatch, or non-finite
-            values; the message names the key or the variables. The model is unchanged.
+            values; the message names the key or the variables. The model is unchanged (see
+            :mod:`~texkit.pretrained.streamed_loading`: the checks read every entry before
+            anything is assigned, and a file that changes during loading is caught and the
+            previous values restored).
     """
+    return _load(model, path, allow_non_finite, keep_previous=True)
+
+
+def _load(model: Any, path: str | os.PathLike, allow_non_finite: bool, keep_previous: bool
+          ) -> LoadReport:  # fmt: skip
+    """:func:`load_checkpoint`; ``keep_previous``: save the model's values to restore them if
+    assignment fails midway (not for a model that is thrown away then)."""
     path = resolve_checkpoint(path)
     family, module, owners = _parts(model)
     found_family, fmt, raw = inspect_folder(path)
-    if found_family is not family:
+    if found_family.module is not family.module:
         raise CheckpointError(
             f"{path}: a {found_family.name} checkpoint ({_kind(raw)}), "
             f"but {type(module).__name__} loads {family.name} checkpoints"
         )
+    family = found_family  # families that build one class (the Llama line) differ in tables
     _check_config_against_module(family, fmt, raw, module, path)
-    plan = _Plan(family, fmt, reader_for(path, family, fmt), allow_non_finite)
+    plan = LoadPlan(family, fmt, reader_for(path, family, fmt), allow_non_finite)
     _ensure_built(model, module, owners)
     plan.take(module, family.name_table(module.hparams, MODULE))
     # Optional parts: absent from the checkpoint, they keep their initial weights (and are
@@ -324,7 +324,7 @@ def load_checkpoint(
             missing_heads.append(part)
     plan.refuse_unknown()
     file = plan.reader.file
-    assign_all_or_nothing(plan.values, plan.problems, file, model.name)
+    plan.load(model.name, keep_previous)
     unused = sorted(set(plan.reader.shapes) - plan.used)
     if missing_heads:
         logger.warning("%s: no %s in the checkpoint; left as initialized", file,
@@ -332,70 +332,3 @@ def load_checkpoint(
     if unused:
         logger.warning("%s: %d entries not loaded: %s", file, len(unused), unused[:10])
     return LoadReport(fmt.name, family.name, plan.loaded, heads, missing_heads, unused)
-
-
-class _Plan:
-    """What loading a checkpoint's tables assigns, and what is wrong, before anything is."""
-
-    def __init__(self, family: Family, fmt: Format, reader: WeightsReader,
-                 allow_non_finite: bool) -> None:  # fmt: skip
-        self.family, self.fmt, self.reader = family, fmt, reader
-        self.allow_non_finite = allow_non_finite
-        self.values: list[tuple[Any, np.ndarray]] = []
-        self.problems: list[str] = []
-        self.used: set[str] = set()
-        self.loaded: list[str] = []  # entry names, in table order
-
-    def _candidates(self, row: Row) -> list[str]:
-        return entry_names(self.family, row, self.fmt.name)
-
-    def has_any(self, rows: Iterable[Row]) -> bool:
-        return any(c in self.reader.shapes for row in rows for c in self._candidates(row))
-
-    def take(self, root: Any, rows: Iterable[Row]) -> None:
-        """Reads and checks the entry of each row, for the variable under ``root``."""
-        for row in rows:
-            variable = resolve_attribute(root, row.attribute)
-            candidates = self._candidates(row)
-            found = [c for c in candidates if c in self.reader.shapes]
-            self.used.update(found)
-            if not found:
-                self.problems.append(f"missing {candidates[0]!r} (for {variable.path})")
-            elif len(found) > 1:
-                self.problems.append(f"{found} all hold {variable.path}; expected exactly one")
-            else:
-                self._take(found[0], row, variable)
-
-    def _take(self, name: str, row: Row, variable: Any) -> None:
-        stored = self.reader.shapes[name]
-        expected = stored_shape(variable.shape, row.layout, self.fmt.name, row.split, row.heads)
-        if stored != expected:
-            self.problems.append(
-                f"{name!r} has shape {list(stored)}, but {variable.path} needs "
-                f"{list(expected)} in the checkpoint"
-            )
-            return
-        value = self.reader.read(name)
-        # bfloat16 (an ml_dtypes type, kind "V") and float16 are floats too; cast on assignment.
-        if value.dtype.kind != "f" and value.dtype != ml_dtypes.bfloat16:
-            self.problems.append(f"{name!r} holds {value.dtype}, not floating-point weights")
-            return
-        if not self.allow_non_finite and not np.isfinite(value).all():
-            self.problems.append(
-                f"{name!r} holds {int((~np.isfinite(value)).sum())} NaN or infinite values "
-                "(allow_non_finite=True loads them)"
-            )
-            return
-        value = to_keras_layout(value, row.layout, self.fmt.name, row.split)
-        self.values.append((variable, value.astype(variable.dtype)))
-        if name not in self.loaded:  # a split entry fills several variables
-            self.loaded.append(name)
-
-    def refuse_unknown(self) -> None:
-        """An entry under the module's own names that no table row took is an error."""
-        for name in sorted(set(self.reader.shapes) - self.used):
-            if self.fmt.own.search(strip_prefix(self.family, name)):
-                self.problems.append(
-                    f"unknown encoder variable {short(name, 200)} "
-                    f"(shape {short(list(self.reader.shapes[name]))})"
-                )

@@ -19,7 +19,8 @@ import tensorflow as tf
 
 import texkit.files
 from texkit.hparams.rules import short
-from texkit.pretrained.checkpoints import CheckpointError, WeightsReader
+from texkit.pretrained.checkpoints import CheckpointError
+from texkit.pretrained.readers import WeightsReader
 
 __all__ = [
     "INDEX",
