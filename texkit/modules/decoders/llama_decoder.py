@@ -1,6 +1,6 @@
 """LlamaDecoder: the decoder-only language models of the Llama line, one class for all of them.
 
-Llama 2/3, Mistral, Qwen 2/2.5/3, Gemma 1/2/3 and Phi-3 are the same network with switches:
+Llama 2/3, Mistral, Qwen 2/2.5/3, Gemma 1/2/3 and Phi-3 are the same network with switches::
 
     x = embed(ids) (* sqrt(dim): Gemma)
     x = block_i(x) for each block  (:class:`~texkit.core.llama_block.LlamaBlock`: RMS norms,
