@@ -229,7 +229,10 @@ class LoadPlan:
         targets = self._targets[name]
         stored = self.reader.shapes[name]
         rows = stored[0] if stored else 0
-        by_rows = all(self._rows_slice(row, len(stored)) is not None for _, row in targets)
+        by_rows = all(
+            self._rows_slice(row, len(stored)) is not None and _sliceable(variable)
+            for variable, row in targets
+        )
         parts = reader.chunks(name, _CHUNK_BYTES) if by_rows else [(0, rows, reader.read(name))]
         for start, stop, part in parts:
             problem = self._value_problem(name, part)
@@ -270,6 +273,18 @@ class LoadPlan:
 
 # The most bytes of an entry read, or of a variable copied out to save its value, at once.
 _CHUNK_BYTES = 16 * 2**20
+
+
+def _sliceable(variable: Any) -> bool:
+    """Whether a slice of ``variable`` can be assigned in place: its backend variable is a plain
+    ``tf.Variable`` (under a distribution strategy Keras may hand out a read value, or a
+    distributed variable, which take whole assignments only)."""
+    value = getattr(variable, "value", None)
+    return (
+        isinstance(value, tf.Variable)
+        and not isinstance(value, tf.distribute.DistributedValues)
+        and not tf.distribute.has_strategy()
+    )
 
 
 class _PreviousValues:

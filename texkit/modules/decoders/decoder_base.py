@@ -248,6 +248,15 @@ class DecoderBase(ModuleBase):
             vocab_size, use_bias=use_bias, name="output_layer", dtype=self.dtype_policy
         )
 
+    def _with_own_embedder(self, request: DecodeRequest, embedder: Any) -> DecodeRequest:
+        """``request`` with the decoder's own word embedder (a language model that owns its
+        embeddings takes no other)."""
+        if request.embedding is not None:
+            raise ValueError(
+                f"{self.name}: embeds tokens with its own word_embedder; give no embedding"
+            )
+        return request._replace(embedding=embedder)
+
     def _embed_ids(self, embedding: Any, ids: Any) -> Any:
         """``ids`` looked up in ``embedding`` (a layer or a callable, or a ``[vocab, dim]``
         matrix)."""

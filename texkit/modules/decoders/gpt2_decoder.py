@@ -163,12 +163,7 @@ class GPT2Decoder(DecoderBase):
         return self.decoder._max_length(max_decoding_length)
 
     def _own(self, request: DecodeRequest) -> DecodeRequest:
-        """``request`` with the decoder's own word embedder."""
-        if request.embedding is not None:
-            raise ValueError(
-                f"{self.name}: embeds tokens with its own word_embedder; give no embedding"
-            )
-        return request._replace(embedding=self.word_embedder)
+        return self._with_own_embedder(request, self.word_embedder)
 
     def _teacher_forcing(self, request: DecodeRequest) -> tuple[Any, Any, Any]:
         return self.decoder._teacher_forcing(self._own(request))

@@ -367,11 +367,7 @@ class LlamaDecoder(DecoderBase):
         return x
 
     def _own(self, request: DecodeRequest) -> DecodeRequest:
-        if request.embedding is not None:
-            raise ValueError(
-                f"{self.name}: embeds tokens with its own word_embedder; give no embedding"
-            )
-        return request._replace(embedding=self.word_embedder)
+        return self._with_own_embedder(request, self.word_embedder)
 
     # --- the decoder base's hooks ---------------------------------------------------------------
 
