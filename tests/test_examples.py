@@ -25,6 +25,7 @@ from examples.sentence_classifier import train as sentence_classifier  # noqa: F
 from examples.seq2seq_attn import train as seq2seq_attn
 from examples.testament_classifier import train as testament_classifier
 from examples.transformer import train as transformer
+from tests.background import job_result, process_job
 from tests.real_data import BBC_NEWS, MINILM, require_package
 from texkit.cli import main as texkit_command
 
@@ -39,14 +40,25 @@ def config_of(name):
     return os.path.join(ROOT, "examples", name, "config.yaml")
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
-def test_each_example_runs_as_a_module_from_the_root_and_keeps_tensorflow_quiet(name):
-    # The README's command, with --help; TF_CPP_MIN_LOG_LEVEL unset, as in a user's shell.
+def help_run(folder, name):
+    """The README's command of ``examples/<name>`` with --help, in a fresh process;
+    TF_CPP_MIN_LOG_LEVEL unset, as in a user's shell."""
     environment = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-    result = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", f"examples.{name}.train", "--help"],
         cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
+
+
+HELP_TEST = "test_each_example_runs_as_a_module_from_the_root_and_keeps_tensorflow_quiet"
+for _name in EXAMPLES:
+    # Each run is a process that mostly imports TensorFlow: it runs while other tests do.
+    process_job(f"{HELP_TEST}[{_name}]", help_run, _name)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_each_example_runs_as_a_module_from_the_root_and_keeps_tensorflow_quiet(name):
+    result = job_result(f"{HELP_TEST}[{name}]")
     assert result.returncode == 0, result.stderr
     assert "--config" in result.stdout
     assert_no_tensorflow_info_lines(result.stderr)

@@ -14,6 +14,7 @@ import numpy as np
 
 import texkit as tx
 
+from ..background import job_result, process_job, wait_for_process_jobs
 from .cluster import worker_environments
 from .test_trainer import NO_DROPOUT, _finish, _run_job, _start_step
 from .toy_experiment import toy_experiment as experiment
@@ -47,21 +48,40 @@ def _one_worker(model_dir, **run):
     return hparams
 
 
-def test_sigterm_saves_at_the_next_step_and_the_restart_loses_no_step(tmp_path):
-    hparams = _one_worker(str(tmp_path / "run"), preemption=True)
-    code, output = _run_job(hparams, tmp_path / "run.npz", sigterm_at_step=23)
+def _preempted_run(folder):
+    """The runs of the test below, as a job (tests/background.py): preempted, resumed and,
+    meanwhile, uninterrupted; the outputs and checkpoints after each."""
+    hparams = _one_worker(str(folder / "run"), preemption=True)
+    whole = _run_job(_one_worker(str(folder / "whole")), folder / "whole.npz", wait=False)
+    stopped = _run_job(hparams, folder / "run.npz", sigterm_at_step=23)
+    stopped_with = (_checkpoints(folder / "run"), (folder / "run.npz").exists())
+    resumed = _run_job(hparams, folder / "run.npz")
+    return {
+        "folder": folder,
+        "stopped": (*stopped, *stopped_with),
+        "resumed": (*resumed, _checkpoints(folder / "run")),
+        "whole": _finish(whole),
+    }
+
+
+process_job("test_sigterm_saves_at_the_next_step_and_the_restart_loses_no_step", _preempted_run)
+
+
+def test_sigterm_saves_at_the_next_step_and_the_restart_loses_no_step():
+    runs = job_result("test_sigterm_saves_at_the_next_step_and_the_restart_loses_no_step")
+    code, output, checkpoints, weights_saved = runs["stopped"]
     assert code == tx.run.Preempted.exit_code == 75, output
     # The signal came at the end of step 23, after the preemption check of that step.
     assert _preempted_step(output) == 24, output
-    assert _checkpoints(tmp_path / "run") == [20, 24]
-    assert not (tmp_path / "run.npz").exists()
-    code, output = _run_job(hparams, tmp_path / "run.npz")
+    assert checkpoints == [20, 24]
+    assert not weights_saved
+    code, output, checkpoints = runs["resumed"]
     assert code == 0, output
     assert _start_step(output) == 24  # not a multiple of checkpoint_every_steps
-    assert _checkpoints(tmp_path / "run") == [24, 40, 60]
-    code, output = _run_job(_one_worker(str(tmp_path / "whole")), tmp_path / "whole.npz")
+    assert checkpoints == [24, 40, 60]
+    code, output = runs["whole"]
     assert code == 0, output
-    _assert_equal_weights(tmp_path / "run.npz", tmp_path / "whole.npz")
+    _assert_equal_weights(runs["folder"] / "run.npz", runs["folder"] / "whole.npz")
 
 
 def test_without_run_preemption_sigterm_ends_the_process_as_usual(tmp_path):
@@ -83,21 +103,41 @@ def _multi_worker(model_dir, train_steps=40):
     return hparams
 
 
-def test_sigterm_to_one_worker_stops_both_at_the_same_step(tmp_path):
-    hparams = _multi_worker(str(tmp_path / "run"))
+def _preempted_cluster(folder):
+    """The runs of the test below, as a job (tests/background.py): a cluster preempted, resumed
+    and, meanwhile, another one uninterrupted; the outputs and checkpoints after each."""
+    hparams = _multi_worker(str(folder / "run"))
     hparams["run"]["preemption"] = True
+    whole = _start_two_workers(_multi_worker(str(folder / "whole")), folder, "whole")
     # Only the second worker (not the one writing checkpoints) gets the signal.
-    results = _two_workers(hparams, tmp_path, "run", sigterm_at_step=13, signal_task=1)
+    stopped = _two_workers(hparams, folder, "run", sigterm_at_step=13, signal_task=1)
+    checkpoints = _checkpoints(folder / "run")
+    resumed = _two_workers(hparams, folder, "run")
+    return {
+        "folder": folder,
+        "stopped": (stopped, checkpoints),
+        "resumed": resumed,
+        "whole": [_finish(process) for process in whole],
+    }
+
+
+process_job("test_sigterm_to_one_worker_stops_both_at_the_same_step", _preempted_cluster)
+
+
+def test_sigterm_to_one_worker_stops_both_at_the_same_step():
+    runs = job_result("test_sigterm_to_one_worker_stops_both_at_the_same_step")
+    results, checkpoints = runs["stopped"]
     for code, output in results:
         assert code == 75, output
         assert _preempted_step(output) == 14, output
-    assert _checkpoints(tmp_path / "run") == [10, 14]
-    for code, output in _two_workers(hparams, tmp_path, "run"):
+    assert checkpoints == [10, 14]
+    for code, output in runs["resumed"]:
         assert code == 0 and _start_step(output) == 14, output
-    for code, output in _two_workers(_multi_worker(str(tmp_path / "whole")), tmp_path, "whole"):
+    for code, output in runs["whole"]:
         assert code == 0, output
-    _assert_equal_weights(tmp_path / "run0.npz", tmp_path / "whole0.npz", atol=1e-6)
-    _assert_equal_weights(tmp_path / "run0.npz", tmp_path / "run1.npz")
+    folder = runs["folder"]
+    _assert_equal_weights(folder / "run0.npz", folder / "whole0.npz", atol=1e-6)
+    _assert_equal_weights(folder / "run0.npz", folder / "run1.npz")
 
 
 def test_texkit_train_sent_sigterm_from_outside_exits_75_with_a_checkpoint(tmp_path):
@@ -149,6 +189,7 @@ def _wait_for_exit(process, timeout):
 
 
 def test_a_worker_killed_mid_run_fails_the_other_at_once_and_both_resume(tmp_path):
+    wait_for_process_jobs()  # the timings below are of a machine running this test alone
     hparams = _multi_worker(str(tmp_path / "run"))
     hparams["distribution"]["heartbeat_seconds"] = 2
     chief, killed = _start_two_workers(hparams, tmp_path, "run", kill_at_step=15, signal_task=1)
@@ -175,6 +216,7 @@ def test_a_worker_killed_mid_run_fails_the_other_at_once_and_both_resume(tmp_pat
 def test_a_worker_that_stops_answering_is_found_by_the_heartbeat(tmp_path):
     # A stopped process keeps its connections open, as a machine that vanished from the network
     # does: no connection reset tells the other worker; only the health check can.
+    wait_for_process_jobs()  # the timings below are of a machine running this test alone
     hparams = _multi_worker(str(tmp_path / "run"), train_steps=400)
     hparams["distribution"]["heartbeat_seconds"] = 2
     chief, silent = _start_two_workers(hparams, tmp_path, "run", step_seconds=0.05)

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 import texkit as tx
 
+from ..background import job_result, process_job
 from .cluster import worker_environments
 from .test_trainer import NO_DROPOUT
 from .toy_experiment import toy_experiment as experiment
@@ -172,19 +173,8 @@ except ValueError as error:
 """
 
 
-@pytest.mark.parametrize(
-    "batch_size, jit_compile, expected",
-    [
-        (16, None, "compiled True 2"),
-        (15, None, "global batch of 15 is not divisible by the 2 replicas"),
-        (16, True, "'run.jit_compile': Keras cannot compile its distributed train step with XLA"),
-        (16, "spe", "'run.steps_per_execution': 5 steps per execution under "),
-    ],
-    ids=["ready", "uneven_batch", "jit_compile", "steps_per_execution"],
-)
-def test_the_check_under_multi_worker_sees_each_replicas_batch(
-    tmp_path, batch_size, jit_compile, expected
-):
+def _multi_worker_check(tmp_path, batch_size, jit_compile):
+    """The 2 workers of a check, as a job (tests/background.py): their exit codes and outputs."""
     script = tmp_path / "check_job.py"
     script.write_text(CHECK_JOB.format(tests=os.path.dirname(os.path.abspath(__file__))))
     hparams = experiment("", jit_compile=jit_compile)
@@ -204,7 +194,27 @@ def test_the_check_under_multi_worker_sees_each_replicas_batch(
         )
         for env in worker_environments(2)
     ]
-    for process in processes:
-        output, _ = process.communicate(timeout=300)
-        assert process.returncode == 0, output
+    return [(process.communicate(timeout=300)[0], process.returncode) for process in processes]
+
+
+MULTI_WORKER_CHECKS = {
+    "ready": (16, None, "compiled True 2"),
+    "uneven_batch": (15, None, "global batch of 15 is not divisible by the 2 replicas"),
+    "jit_compile": (
+        16,
+        True,
+        "'run.jit_compile': Keras cannot compile its distributed train step with XLA",
+    ),
+    "steps_per_execution": (16, "spe", "'run.steps_per_execution': 5 steps per execution under "),
+}
+MULTI_WORKER_TEST = "test_the_check_under_multi_worker_sees_each_replicas_batch"
+for _case, (_batch_size, _jit_compile, _) in MULTI_WORKER_CHECKS.items():
+    process_job(f"{MULTI_WORKER_TEST}[{_case}]", _multi_worker_check, _batch_size, _jit_compile)
+
+
+@pytest.mark.parametrize("case", list(MULTI_WORKER_CHECKS))
+def test_the_check_under_multi_worker_sees_each_replicas_batch(case):
+    expected = MULTI_WORKER_CHECKS[case][2]
+    for output, code in job_result(f"{MULTI_WORKER_TEST}[{case}]"):
+        assert code == 0, output
         assert expected in output, output

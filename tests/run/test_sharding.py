@@ -31,6 +31,7 @@ import tensorflow as tf
 import texkit as tx
 from texkit.hparams import HParamsError
 
+from ..background import job_result, process_job
 from .cluster import worker_environments
 from .shard_job import example_ids
 
@@ -462,7 +463,9 @@ def _run_workers(tmp_path, runs):
     return results
 
 
-def test_two_worker_processes_read_every_example_once(tmp_path):
+def _two_worker_reads(tmp_path):
+    """The files and runs of the test below and what its 2 workers read, as a job
+    (tests/background.py)."""
     count = 47  # shards of 24 and 23: the workers' last batches differ
     corpus = Corpus(tmp_path, count)
     mono = {
@@ -496,7 +499,14 @@ def test_two_worker_processes_read_every_example_once(tmp_path):
         # Global batches, sharded by tf.data as Keras' fit does with a dataset.
         {"data_class": "PairedTextData", "hparams": paired, "global_batches": True},
     ]
-    workers = _run_workers(tmp_path, runs)
+    return count, corpus, runs, _run_workers(tmp_path, runs)
+
+
+process_job("test_two_worker_processes_read_every_example_once", _two_worker_reads)
+
+
+def test_two_worker_processes_read_every_example_once():
+    count, corpus, runs, workers = job_result("test_two_worker_processes_read_every_example_once")
     assert [w["num_replicas_in_sync"] for w in workers] == [2, 2]
     for index, run in enumerate(runs):
         steps = [w["runs"][index] for w in workers]

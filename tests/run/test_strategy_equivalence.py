@@ -19,6 +19,7 @@ import tensorflow as tf
 
 import texkit as tx
 
+from ..background import job_result, process_job
 from .cluster import worker_environments
 from .test_trainer import OwnLossModel
 from .toy_experiment import toy_experiment as experiment
@@ -186,7 +187,9 @@ def test_steps_per_execution_under_mirrored_equals_one_step_per_execution():
     assert _max_diff(runs[0], runs[1]) <= 1e-5
 
 
-def test_steps_per_execution_under_two_worker_processes_equals_one_step_per_execution(tmp_path):
+def _steps_per_execution_clusters(folder):
+    """The two clusters of the test below, as a job (tests/background.py): the workers' exit
+    codes and outputs, and the folder of each run's weights."""
     runs = {}
     for steps_per_execution in (1, 5):
         hparams = experiment(
@@ -195,9 +198,9 @@ def test_steps_per_execution_under_two_worker_processes_equals_one_step_per_exec
         hparams["model"]["hparams"] = NO_DROPOUT
         hparams["data"]["hparams"] = {"per_replica": True}
         hparams["distribution"] = {"type": "multi_worker"}
-        folder = tmp_path / f"spe{steps_per_execution}"
-        folder.mkdir()
-        runs[steps_per_execution] = (folder, _start_workers(hparams, folder))
+        run_folder = folder / f"spe{steps_per_execution}"
+        run_folder.mkdir()
+        runs[steps_per_execution] = (run_folder, _start_workers(hparams, run_folder))
     # Both runs go at once: each process waits on TensorFlow's start more than it computes.
     outputs = []
     try:
@@ -211,10 +214,19 @@ def test_steps_per_execution_under_two_worker_processes_equals_one_step_per_exec
                 if process.poll() is None:
                     process.kill()
                     process.wait()
+    return outputs, {steps: run_folder for steps, (run_folder, _) in runs.items()}
+
+
+SPE_WORKERS = "test_steps_per_execution_under_two_worker_processes_equals_one_step_per_execution"
+process_job(SPE_WORKERS, _steps_per_execution_clusters)
+
+
+def test_steps_per_execution_under_two_worker_processes_equals_one_step_per_execution():
+    outputs, folders = job_result(SPE_WORKERS)
     for code, output in outputs:
         assert code == 0, output[-3000:]
     weights = {}
-    for steps_per_execution, (folder, _) in runs.items():
+    for steps_per_execution, folder in folders.items():
         chief, other = np.load(folder / "worker0.npz"), np.load(folder / "worker1.npz")
         for key in chief:
             np.testing.assert_array_equal(chief[key], other[key])

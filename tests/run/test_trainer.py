@@ -21,6 +21,7 @@ from texkit.configurable import hparams_paths
 from texkit.run.experiment import EXPERIMENT_HPARAMS_DOC
 from texkit.run.run_config import RUN_HPARAMS_DOC
 
+from ..background import job_result, process_job
 from . import toy_experiment
 from .cluster import worker_environments
 from .toy_experiment import toy_experiment as experiment
@@ -152,49 +153,78 @@ def test_resuming_in_process_equals_an_uninterrupted_run(tmp_path):
     assert _max_diff(_weights(whole), _weights(second)) == 0.0
 
 
-def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path):
-    hparams = experiment(str(tmp_path / "killed"), train_steps=60)
+def _killed_run(folder):
+    """The runs of the test below, as a job (tests/background.py): killed, resumed and,
+    meanwhile, uninterrupted."""
+    hparams = experiment(str(folder / "killed"), train_steps=60)
     hparams["run"]["deterministic"] = True
-    code, output = _run_job(hparams, tmp_path / "killed.npz", kill_at_step=30)
+    reference = experiment(str(folder / "whole"), train_steps=60)
+    reference["run"]["deterministic"] = True
+    whole = _run_job(reference, folder / "whole.npz", wait=False)
+    killed = _run_job(hparams, folder / "killed.npz", kill_at_step=30)
+    killed_saved = (folder / "killed.npz").exists()
+    resumed = _run_job(hparams, folder / "killed.npz")
+    return {
+        "folder": folder,
+        "killed": (*killed, killed_saved),
+        "resumed": resumed,
+        "whole": _finish(whole),
+    }
+
+
+process_job("test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint", _killed_run)
+
+
+def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint():
+    runs = job_result("test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint")
+    code, output, weights_saved = runs["killed"]
     assert code == -signal.SIGKILL, output
-    assert not (tmp_path / "killed.npz").exists()
-    code, output = _run_job(hparams, tmp_path / "killed.npz")
+    assert not weights_saved
+    code, output = runs["resumed"]
     assert code == 0, output
     assert _start_step(output) == 20  # the last checkpoint before the kill at step 30
-    reference = experiment(str(tmp_path / "whole"), train_steps=60)
-    reference["run"]["deterministic"] = True
-    code, output = _run_job(reference, tmp_path / "whole.npz")
+    code, output = runs["whole"]
     assert code == 0 and _start_step(output) == 0, output
-    resumed, whole = np.load(tmp_path / "killed.npz"), np.load(tmp_path / "whole.npz")
+    resumed = np.load(runs["folder"] / "killed.npz")
+    whole = np.load(runs["folder"] / "whole.npz")
     for key in whole:
         np.testing.assert_array_equal(resumed[key], whole[key])
 
 
-def test_two_worker_processes_end_equal_to_one_process_with_the_same_global_batch(tmp_path):
-    hparams = experiment(str(tmp_path / "multi"), train_steps=20, checkpoint_every_steps=10)
+def _two_worker_run(folder):
+    """The cluster of the test below, as a job (tests/background.py): its workers' outputs and
+    the checkpoints they wrote."""
+    hparams = experiment(str(folder / "multi"), train_steps=20, checkpoint_every_steps=10)
     hparams["model"]["hparams"] = NO_DROPOUT
     hparams["data"]["hparams"] = {"per_replica": True}
     hparams["distribution"] = {"type": "multi_worker"}
     processes = [
-        _run_job(hparams, tmp_path / f"worker{index}.npz", env=env, wait=False)
+        _run_job(hparams, folder / f"worker{index}.npz", env=env, wait=False)
         for index, env in enumerate(worker_environments(2))
     ]
-    for process in processes:
-        code, output = _finish(process)
-        assert code == 0, output
+    outputs = [_finish(process) for process in processes]
+    checkpoints = sorted(p for p in os.listdir(folder / "multi") if p.endswith(".index"))
+    return folder, outputs, checkpoints
+
+
+TWO_WORKERS = "test_two_worker_processes_end_equal_to_one_process_with_the_same_global_batch"
+process_job(TWO_WORKERS, _two_worker_run)
+
+
+def test_two_worker_processes_end_equal_to_one_process_with_the_same_global_batch():
     single = experiment("", train_steps=20, checkpoint_every_steps=10)
     single["model"]["hparams"] = NO_DROPOUT
     trainer = tx.run.Trainer.from_hparams(single)
     trainer.train()
-    chief, other = np.load(tmp_path / "worker0.npz"), np.load(tmp_path / "worker1.npz")
+    folder, outputs, checkpoints = job_result(TWO_WORKERS)
+    for code, output in outputs:
+        assert code == 0, output
+    chief, other = np.load(folder / "worker0.npz"), np.load(folder / "worker1.npz")
     expected = _weights(trainer)
     for index, key in enumerate(chief):
         np.testing.assert_array_equal(chief[key], other[key])
         np.testing.assert_allclose(chief[key], expected[index], atol=1e-5)
-    assert sorted(p for p in os.listdir(tmp_path / "multi") if p.endswith(".index")) == [
-        "ckpt-10.index",
-        "ckpt-20.index",
-    ]
+    assert checkpoints == ["ckpt-10.index", "ckpt-20.index"]
 
 
 @pytest.mark.parametrize("per_replica", [False, True])
