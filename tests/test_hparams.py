@@ -775,7 +775,7 @@ def test_a_yaml_integer_longer_than_any_size_names_its_key_and_line(tmp_path):
     assert str(path) in message and "'num_blocks'" in message and "line 2" in message
     assert "5,000 digits" in message and "\n" not in message and len(message) < 400
     # In a list the line alone says where; MAX_DIGITS digits are still read.
-    path.write_text("sizes: [1, " + "7" * 40 + "]\n")
+    path.write_text("sizes: [1, " + "7" * (MAX_DIGITS + 1) + "]\n")
     with pytest.raises(HParamsError, match="line 1, column 12"):
         HParams.from_yaml(path, None, allow_new_hparam=True)
     path.write_text(f"big: {'9' * MAX_DIGITS}\nhex: 0x{'f' * MAX_DIGITS}\nsep: 1_000\n")
@@ -788,8 +788,10 @@ def test_an_override_integer_longer_than_any_size_names_its_key():
     with raises_at("encoder.num_blocks", "5,000 digits") as info:
         apply_overrides({}, ["encoder.num_blocks=" + "9" * 5000])
     assert "\n" not in str(info.value) and len(str(info.value)) < 400
-    with raises_at("sizes", "40 digits"):
-        apply_overrides({}, ["sizes=[1, " + "7" * 40 + "]"])
+    from texkit.errors import MAX_DIGITS
+
+    with raises_at("sizes", f"{MAX_DIGITS + 1} digits"):
+        apply_overrides({}, ["sizes=[1, " + "7" * (MAX_DIGITS + 1) + "]"])
 
 
 def test_an_override_key_deeper_than_any_config_is_one_short_error():

@@ -337,7 +337,7 @@ def test_errors_name_the_problem():
         decoder(inputs=INPUTS)
     with pytest.raises(ValueError, match="decoding_strategy"):
         decoder(inputs=INPUTS, memory=MEMORY, decoding_strategy="beam")
-    with pytest.raises(ValueError, match="start_tokens and end_token"):
+    with pytest.raises(ValueError, match="needs start_tokens"):
         decoder(memory=MEMORY, decoding_strategy="infer_greedy", embedding=EMBEDDING)
     with pytest.raises(ValueError, match="embedding"):
         decoder(memory=MEMORY, decoding_strategy="infer_greedy", start_tokens=[1] * 4, end_token=2)
