@@ -25,7 +25,7 @@ import ml_dtypes
 import numpy as np
 import tensorflow as tf
 
-from texkit.files import check_regular_file
+from texkit.files import check_regular_file, open_regular
 from texkit.pretrained.checkpoints import HUGGINGFACE, KERAS_HUB, CheckpointError
 
 __all__ = ["CheckpointReader", "WeightsReader"]
@@ -246,9 +246,13 @@ class _SafetensorsFile:
 
     def __init__(self, file: str) -> None:
         self.file = file
-        self._stream = open(file, "rb")  # noqa: SIM115 - closed by close()
+        # A regular file (never a FIFO or a device swapped in between the passes); the header's
+        # size is bounded by the file's, whose header safe_open checked in the first pass.
+        self._stream = open_regular(file, error=CheckpointError, what="safetensors shard")
         try:
             size = int.from_bytes(self._stream.read(8), "little")
+            if size > tf.io.gfile.stat(file).length:
+                raise CheckpointError(f"{file}: a header of {size:,} bytes, longer than the file")
             header = json.loads(self._stream.read(size))
         except Exception:
             self._stream.close()
