@@ -151,8 +151,8 @@ def _rope(config: Mapping, source: str, variant: Variant, head_dim: int) -> dict
 
 
 def _layer_types(config: Mapping, layers: int, source: str, variant: Variant) -> list | None:
-    """The per-layer attention kinds, or ``None`` when every layer is full (or every layer
-    slides: ``"all"``)."""
+    """The per-layer attention kinds, or ``None`` when the config gives or implies none that
+    slides (``"all"`` families then slide on every layer by ``sliding_window`` alone)."""
     window = config.get("sliding_window")
     given = config.get("layer_types")
     if variant.sliding == "qwen":
@@ -163,17 +163,13 @@ def _layer_types(config: Mapping, layers: int, source: str, variant: Variant) ->
     elif variant.sliding == "pattern":
         pattern = config.get("sliding_window_pattern") or variant.default_pattern
         given = given or [SLIDING if (i + 1) % pattern else FULL for i in range(layers)]
-    elif variant.sliding != "all" and given is None:
-        return None
     if given is None:
         return None
     if not isinstance(given, list) or len(given) != layers or set(given) - set(LAYER_TYPES):
         raise CheckpointError(
             f"{source}: layer_types={short(given)}, expected {layers} of {LAYER_TYPES}"
         )
-    if variant.sliding == "all" or SLIDING not in given:
-        return None if SLIDING not in given else given
-    return given
+    return given if SLIDING in given else None
 
 
 def _window(config: Mapping, variant: Variant, layer_types: list | None) -> int | None:
