@@ -13,7 +13,7 @@ from texkit._quiet import quiet_tensorflow  # noqa: E402
 
 quiet_tensorflow()  # TF_CPP_MIN_LOG_LEVEL=2 unless set, also for the lines TF logs while loading
 
-from texkit import core, data, evals, losses, modules, pretrained, registry, run, utils  # noqa: E402
+from texkit import core, data, evals, losses, modules, pretrained, registry, run, tasks, utils  # noqa: E402
 from texkit.hparams import HParams, HParamsError, apply_overrides  # noqa: E402
 
 __version__ = "0.1.0"
@@ -30,5 +30,6 @@ __all__ = [
     "pretrained",
     "registry",
     "run",
+    "tasks",
     "utils",
 ]
