@@ -30,7 +30,7 @@ import tensorflow as tf
 
 from texkit.data.tokenizers.packing import _pack
 
-__all__ = ["TemplateTokenizer", "as_batch", "setting", "special_id"]
+__all__ = ["TemplateTokenizer", "as_batch", "setting", "special_id", "utf8_or_replacement"]
 
 
 def as_batch(texts: Any, name: str, owner: str) -> tuple[tf.Tensor, bool]:
@@ -44,6 +44,16 @@ def as_batch(texts: Any, name: str, owner: str) -> tuple[tf.Tensor, bool]:
             f"{owner}: {name} must be a string or a [batch] of strings, got shape {texts.shape}"
         )
     return texts, False
+
+
+def utf8_or_replacement(text: tf.Tensor) -> tf.Tensor:
+    """Strings with each maximal invalid UTF-8 sequence (the longest start of a character that
+    cannot go on; a lone byte that starts none) as one U+FFFD, as Python's
+    ``bytes.decode("utf-8", "replace")`` and Rust's ``String::from_utf8_lossy``."""
+    return tf.strings.unicode_transcode(
+        text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD,
+        replace_control_characters=False,
+    )  # fmt: skip
 
 
 def setting(name: str, doc: str | None = None) -> property:
@@ -150,6 +160,12 @@ class TemplateTokenizer(tf.Module):
         raise NotImplementedError
 
     # --- Python-side facts -------------------------------------------------------------------
+
+    @property
+    def single_text_template(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """``(prefix, suffix)``: the special-token ids :meth:`encode` puts before and after a
+        single text (``((bos,), ())`` for Llama's, ``((), (eos,))`` for T5's)."""
+        return tuple(self._template[0]), tuple(self._template[1])
 
     @property
     def max_seq_length(self) -> int:
@@ -290,9 +306,12 @@ class TemplateTokenizer(tf.Module):
             self._owner,
         )
 
-    def _id_rows(self, ids: Any, skip_special_tokens: bool) -> tuple[tf.RaggedTensor, bool]:
-        """:meth:`detokenize`'s ``ids`` as ``[batch, (time)]`` int32, without
-        :attr:`special_ids` when ``skip_special_tokens``, and whether they were ``[time]``."""
+    def _id_rows(
+        self, ids: Any, skip_special_tokens: bool, skipped: tuple[int, ...] | None = None
+    ) -> tuple[tf.RaggedTensor, bool]:
+        """:meth:`detokenize`'s ``ids`` as ``[batch, (time)]`` int32, without ``skipped``
+        (by default :attr:`special_ids`) when ``skip_special_tokens``, and whether they were
+        ``[time]``."""
         if not isinstance(ids, tf.RaggedTensor):
             ids = tf.convert_to_tensor(ids)
             if ids.shape.rank not in (1, 2):
@@ -307,7 +326,9 @@ class TemplateTokenizer(tf.Module):
         ids = tf.cast(ids, tf.int32)
         if skip_special_tokens:
             special = tf.reduce_any(
-                ids.flat_values[:, tf.newaxis] == tf.constant(self._special_ids, tf.int32), axis=1
+                ids.flat_values[:, tf.newaxis]
+                == tf.constant(self._special_ids if skipped is None else skipped, tf.int32),
+                axis=1,
             )
             ids = tf.ragged.boolean_mask(ids, ids.with_flat_values(~special))
         return ids, single
