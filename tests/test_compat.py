@@ -135,6 +135,10 @@ def test_cond_with_function_branches_keeps_the_if_op_unlowered():
 # Private uses: an import of Keras' or TensorFlow's internals, or one of these attributes.
 _PRIVATE_MODULES = ("keras.src", "tensorflow.python", "tensorflow.core")
 _PRIVATE_ATTRIBUTES = {
+    "_flatten_layers",
+    "_kernel",
+    "_tracker",
+    "_untrack_variable",
     "_set_attr",
     "_maybe_symbolic_build",
     "_symbolic_build",
@@ -192,6 +196,41 @@ def test_trace_time_collective_keys_switches_the_launchers_key_mode():
         launcher._prefer_unique_instance_key = before
     # tests/run/test_strategy_equivalence.py trains with steps_per_execution > 1 under both
     # strategies, which fails without it.
+
+
+def test_sublayers_finds_layers_in_attributes_and_lists_once():
+    import keras
+
+    class Outer(keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.first = keras.layers.Dense(2)
+            self.blocks = [keras.layers.Dense(3), keras.layers.Dense(4)]
+            self.again = self.first  # one layer, two attributes
+
+    outer = Outer()
+    found = _compat.sublayers(outer)
+    assert [layer.units for layer in found] == [2, 3, 4]
+    assert _compat.sublayers(outer, include_self=True)[0] is outer
+    assert len(_compat.sublayers(outer, recursive=False)) == 3
+
+
+def test_dense_kernel_remove_variable_and_unlocked_tracker_reach_what_keras_keeps():
+    import keras
+    import numpy as np
+
+    dense = keras.layers.Dense(3)
+    dense.build((None, 2))
+    dense.enable_lora(1)
+    assert _compat.dense_kernel(dense) is dense._kernel
+    assert _compat.dense_kernel(dense) is not dense.kernel  # W + A B, computed
+    count = len(dense.weights)
+    _compat.remove_variable(dense, "lora_kernel_a")
+    assert len(dense.weights) == count - 1 and not hasattr(dense, "lora_kernel_a")
+    with _compat.unlocked_tracker(dense):
+        dense.extra = dense.add_weight(name="extra", shape=(1,), initializer="ones")
+    assert np.array_equal(dense.extra.numpy(), [1.0])
+    assert any(weight is dense.extra for weight in dense.weights)
 
 
 def test_no_private_keras_or_tensorflow_use_outside_compat():

@@ -230,6 +230,19 @@ def test_bert_classifier_fine_tunes_minilm_and_serves_raw_text(tmp_path):
     assert_export_serves_raw_text(trainer, texts, tmp_path / "serving", atol=1e-4)
 
 
+def test_bert_classifier_lora_config_applies_its_adapters():
+    """config_lora.yaml validates, and its ``lora`` section leaves only the adapters and the new
+    output layer trainable (its training on MiniLM is the README's figure)."""
+    path = os.path.join(ROOT, "examples", "bert_classifier", "config_lora.yaml")
+    hparams = tx.run.validate_experiment(tx.HParams.from_yaml(path, None).todict())
+    folder = os.path.join(ROOT, "tests", "fixtures", "families", "distilbert")
+    model = tx.modules.BERTClassifier.from_pretrained(folder, {"num_classes": 5})
+    paths = tx.tasks.lora_from_hparams(model, hparams.model.hparams.lora)
+    assert len(paths) == 6 * len(model.encoder.blocks)
+    adapters = [w for w in model.trainable_weights if "lora_kernel" in w.path]
+    assert len(model.trainable_weights) == len(adapters) + len(model.logits_layer.weights)
+
+
 def family_folder_with_vocabulary(tmp_path, family):
     """A copy of a tiny family fixture with a tokenizer of its kind: a WordPiece vocabulary of
     its 99 ids (the special tokens and the commonest lowercase words of the BBC news articles),

@@ -24,6 +24,10 @@ __all__ = [
     "cond_with_function_branches",
     "one_replica_spec",
     "set_worker_health_check",
+    "dense_kernel",
+    "remove_variable",
+    "sublayers",
+    "unlocked_tracker",
     "trace_time_collective_keys",
     "unique_layer_name",
 ]
@@ -49,6 +53,48 @@ def unique_layer_name(name: str) -> str:
     except ImportError:  # pragma: no cover - exercised only on a Keras that moved it
         return name
     return uniquify(name)
+
+
+# -- Keras: the layers inside a layer ----------------------------------------------------------
+
+
+def sublayers(layer: Any, include_self: bool = False, recursive: bool = True) -> list:
+    """The layers Keras tracks inside ``layer`` (in attributes, lists and dicts), each once,
+    depth first; ``recursive=False``: its direct children only.
+
+    Keras walks them with the private ``Layer._flatten_layers``; the public ``Model.layers``
+    lists a model's direct layers only, and a ``Layer`` has no public equivalent.
+    """
+    return list(layer._flatten_layers(include_self=include_self, recursive=recursive))
+
+
+def dense_kernel(layer: Any) -> Any:
+    """The kernel variable of a ``Dense`` or ``EinsumDense`` layer, itself: the public
+    ``layer.kernel`` is, with LoRA enabled, the computed ``W + A B`` (Keras keeps the variable in
+    ``_kernel``)."""
+    return layer._kernel
+
+
+def remove_variable(layer: Any, name: str) -> None:
+    """Deletes the variable attribute ``name`` of ``layer`` as Keras' ``Layer.__delattr__`` does
+    (untracked from the layer's weights), without the full ``gc.collect()`` Keras runs after each
+    one (seconds in a process that holds a large model)."""
+    layer._untrack_variable(getattr(layer, name))
+    super(keras.layers.Layer, layer).__delattr__(name)
+
+
+class unlocked_tracker:  # noqa: N801 - a context manager used like a function
+    """``with unlocked_tracker(layer):`` lets a built layer add weights (Keras locks its tracker
+    after ``build``; its own ``quantize`` unlocks it the same way)."""
+
+    def __init__(self, layer: Any):
+        self.layer = layer
+
+    def __enter__(self) -> None:
+        self.layer._tracker.unlock()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.layer._tracker.lock()
 
 
 # -- Keras: RNN cell dropout --------------------------------------------------------------------

@@ -5,7 +5,7 @@ texkit hparams WordEmbedder dim=64           # ... with overrides applied and va
 texkit train EXPERIMENT.yaml [key=value ...] # train (resuming from run.model_dir)
 texkit evaluate EXPERIMENT.yaml [--split test]
 texkit predict EXPERIMENT.yaml --output predictions.jsonl [--split test] [--overwrite]
-texkit export EXPERIMENT.yaml --output serving/ [--overwrite]
+texkit export EXPERIMENT.yaml --output serving/ [--overwrite] [--format savedmodel|huggingface]
 texkit migrate TEXAR_CONFIG.py --model BUILDER [--base X.yaml] [--output Y.yaml] [--overwrite]
 
 ``texkit hparams`` checks the values as the class itself does: it constructs the class with them
@@ -187,7 +187,12 @@ def _trainer(
     if split is not None and split not in trainer.data:
         raise KeyError(f"--split: the data has no {split!r} split; it has {sorted(trainer.data)}")
     if args is not None and args.command == "export":
-        check_export_path(args.output, args.overwrite)
+        if args.format == "huggingface":
+            from texkit.pretrained.hf_folder import check_hf_export_path
+
+            check_hf_export_path(args.output, args.overwrite)
+        else:
+            check_export_path(args.output, args.overwrite)
     if restore:
         step = trainer.restore(checkpoint)
         print(
@@ -251,6 +256,11 @@ def _run_command(args: argparse.Namespace) -> int:
             for row in rows:
                 stream.write(json.dumps(row) + "\n")
         print(f"texkit: wrote {len(rows)} predictions to {args.output}", file=sys.stderr)
+    elif args.format == "huggingface":
+        from texkit.run.export import export_huggingface
+
+        export_huggingface(trainer.model, args.output, overwrite=args.overwrite)
+        print(f"texkit: exported a Hugging Face folder to {args.output}", file=sys.stderr)
     else:
         trainer.export(args.output, overwrite=args.overwrite)
         print(f"texkit: exported a SavedModel to {args.output}", file=sys.stderr)
@@ -261,7 +271,7 @@ _RUN_COMMANDS = {
     "train": "train an experiment, resuming from its model_dir",
     "evaluate": "evaluate the latest checkpoint on a split",
     "predict": "write the model's outputs on a split as JSON lines",
-    "export": "write a SavedModel for serving",
+    "export": "write a SavedModel for serving, or a Hugging Face folder",
 }
 
 
@@ -287,7 +297,12 @@ def _add_run_arguments(command: argparse.ArgumentParser, name: str) -> None:
     if name == "export":
         command.add_argument(
             "--overwrite", action="store_true",
-            help="replace a SavedModel an earlier export wrote at --output (never anything else)",
+            help="replace what an earlier export wrote at --output (never anything else)",
+        )  # fmt: skip
+        command.add_argument(
+            "--format", choices=("savedmodel", "huggingface"), default="savedmodel",
+            help="a SavedModel (default), or the Hugging Face folder of the model's pretrained "
+            "module (config.json, model.safetensors, tokenizer files)",
         )  # fmt: skip
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "ModuleBase",
     "hparams_paths",
     "hparams_table",
+    "register_quantizer",
     "undocumented_hparams",
 ]
 
@@ -212,7 +213,63 @@ class ModuleBase(Configurable, _ShallowArguments, keras.layers.Layer):
     def default_hparams(cls) -> dict:
         return {"name": "module"}
 
+    # Set by texkit.tasks.quantize on the module it quantized (``"int8"``, ``"int4"``).
+    _quantization_mode: str | None = None
+    _quantization_weight_only: bool = True
+    _pending_quantization: str | None = None  # from a config, applied once built
+    _pending_weight_only: bool = True
+
     def get_config(self) -> dict:
         config = super().get_config()
         config["hparams"] = self.hparams.todict()
+        if self._quantization_mode is not None:
+            config["quantization"] = {
+                "mode": self._quantization_mode,
+                "weight_only": self._quantization_weight_only,
+            }
         return config
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> ModuleBase:
+        """The module of ``config``; a quantized module's is quantized again once built (its
+        sublayers are rebuilt from the hparams as float layers), before its weights load."""
+        config = dict(config)
+        quantization = config.pop("quantization", None)
+        module = super().from_config(config)
+        if quantization is not None:
+            if not isinstance(quantization, Mapping) or set(quantization) != {
+                "mode",
+                "weight_only",
+            }:
+                raise ValueError(
+                    f"{cls.__name__}: config key 'quantization' must be {{mode, weight_only}}, "
+                    f"got {quantization!r}"
+                )
+            module._pending_quantization = quantization["mode"]
+            module._pending_weight_only = quantization["weight_only"]
+        return module
+
+    def _post_build(self) -> None:
+        super()._post_build()
+        mode = self._pending_quantization
+        if mode is not None:
+            self._pending_quantization = None
+            if not _QUANTIZER:
+                raise RuntimeError(
+                    f"{self.name}: was saved quantized; import texkit (texkit.tasks) to load it"
+                )
+            _QUANTIZER[0](self, mode, weight_only=self._pending_weight_only)
+
+
+# The function that quantizes a module, ``quantize(module, mode, weight_only=...)``: registered
+# by texkit.tasks when texkit is imported (the layers below it never import it), called on a
+# module that was saved quantized once it is built again.
+_QUANTIZER: list[Any] = []
+
+
+def register_quantizer(quantize: Any) -> None:
+    """Makes modules saved quantized call ``quantize(module, mode, weight_only=...)`` once
+    built."""
+    if not callable(quantize):
+        raise TypeError(f"register_quantizer takes a callable, got {quantize!r}")
+    _QUANTIZER[:] = [quantize]

@@ -119,6 +119,7 @@ def bert_classification_data(hparams: tx.HParams) -> tx.run.Data:
         "clas_strategy": "cls_time",
         "dropout": 0.1,
         "encoder": {"hidden_dropout_prob": None, "attention_probs_dropout_prob": None},
+        "lora": None,
         "name": "bert_classifier",
     }
 )
@@ -127,7 +128,10 @@ def bert_classifier(hparams: tx.HParams, data: tx.run.Data) -> keras.Model:
 
     ``pretrained: null`` takes the data's checkpoint (the one its tokenizer is for);
     ``num_classes: null`` takes the data's; ``encoder`` may override the checkpoint's dropout
-    rates (``null`` keeps the checkpoint's).
+    rates (``null`` keeps the checkpoint's). ``lora: {rank, alpha, targets, train}`` trains
+    LoRA adapters instead of the whole model (``tx.tasks.lora_from_hparams``): the pretrained
+    weights are frozen, the adapters and the layers ``train`` names (the new output layer,
+    ``logits_layer``) train (``config_lora.yaml``).
     """
     num_classes = hparams.num_classes or data.num_classes
     encoder = {key: value for key, value in hparams.encoder.items() if value is not None}
@@ -141,6 +145,7 @@ def bert_classifier(hparams: tx.HParams, data: tx.run.Data) -> keras.Model:
             "dropout": hparams.dropout,
         },
     )
+    tx.tasks.lora_from_hparams(classifier, hparams.lora)
     inputs = {
         "input_ids": keras.Input((None,), dtype="int32", name="input_ids"),
         "segment_ids": keras.Input((None,), dtype="int32", name="segment_ids"),
@@ -159,6 +164,11 @@ def run(hparams: tx.HParams) -> dict:
         f"BBC news: {data.sizes} articles; {len(data.duplicates)} exact duplicates dropped, "
         f"{len(data.repaired)} file(s) decoded as Windows-1252 ({', '.join(data.repaired)})"
     )
+    weights = trainer.model.weights
+    trainable = sum(int(np.prod(v.shape)) for v in trainer.model.trainable_weights)
+    adapters = sum(int(np.prod(v.shape)) for v in weights if "lora_kernel" in v.path)
+    base = sum(int(np.prod(v.shape)) for v in weights) - adapters
+    print(f"trainable parameters: {trainable:,} of {base:,} ({100 * trainable / base:.2f}%)")
     return train_and_report(trainer, "articles")
 
 

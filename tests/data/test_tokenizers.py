@@ -198,9 +198,9 @@ def test_special_ids_and_vocab_helpers(tokenizer):
 def test_detokenize_joins_wordpieces_and_drops_padding(tokenizer):
     features = tokenizer.encode(["Hello, TimeWarner!", "Café"])
     text = tokenizer.detokenize(features["input_ids"]).numpy().tolist()
-    assert text == [b"hello , timewarner !", b"cafe"]
+    assert text == [b"hello, timewarner!", b"cafe"]  # as Hugging Face's WordPiece decoder
     single = tokenizer.detokenize(features["input_ids"][0], skip_special_tokens=False)
-    assert single.numpy().decode().startswith("[CLS] hello , timewarner ! [SEP] [PAD]")
+    assert single.numpy().decode().startswith("[CLS] hello, timewarner! [SEP] [PAD]")
 
 
 def test_from_pretrained_reads_do_lower_case(tokenizer, tmp_path):

@@ -139,3 +139,18 @@ def test_fit_on_raw_text_learns_it(tmp_path):
     assert back.generate("In the beginning", max_new_tokens=12) == text[len("In the beginning") :]
     with pytest.raises(FileExistsError, match="not empty"):
         lm.save(tmp_path / "lm")
+
+
+def test_the_readme_s_first_example_runs(capsys):
+    """The README's first Python block, as written (its folder is the tiny Llama fixture)."""
+    with open("README.md", encoding="utf-8") as f:
+        readme = f.read()
+    block = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "tx.tasks.CausalLM.from_pretrained" in block
+    namespace = {}
+    exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102 - the project's README
+    printed = capsys.readouterr().out
+    lm = namespace["lm"]
+    expected = lm.generate("The capital of France is", max_new_tokens=20)
+    expected += "\n" + lm.generate("Once upon a time")
+    assert printed == expected

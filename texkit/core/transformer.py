@@ -26,6 +26,7 @@ from texkit.core import fused
 from texkit.core.attention import MultiHeadAttention, dense_2d
 from texkit.core.dropout import dropout
 from texkit.core.layers import get_activation
+from texkit.core.quantized_table import table_logits
 from texkit.errors import HParamsError, hparams_scope
 from texkit.hparams import check_layer_count, check_positive, check_rate, check_width
 
@@ -255,8 +256,7 @@ class TiedOutput(keras.layers.Layer):
         self.built = True
 
     def call(self, x: Any) -> Any:
-        table = keras.ops.cast(self.embedder.embedding, self.compute_dtype)
-        logits = keras.ops.matmul(x, keras.ops.transpose(table))
+        logits = table_logits(keras.ops.cast(x, self.compute_dtype), self.embedder)
         if self.use_bias:
             logits = logits + keras.ops.cast(self.bias, self.compute_dtype)
         return logits

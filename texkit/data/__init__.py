@@ -24,21 +24,25 @@ from texkit.data.scalar_data import MultiAlignedData, ScalarData
 from texkit.data.text_data import MonoTextData, PairedTextData
 from texkit.data.tfrecord_data import TFRecordData, write_tfrecords
 from texkit.data.tokenizers import (
+    BatchIncrementalDecoder,
     BERTTokenizer,
     ByteLevelBPETokenizer,
     GPT2BPETokenizer,
+    IncrementalDecoder,
     SentencePieceTokenizer,
 )
 from texkit.data.vocab import Vocab, make_vocab, split_tokens
 
 __all__ = [
     "BERTTokenizer",
+    "BatchIncrementalDecoder",
     "ByteLevelBPETokenizer",
     "DataBase",
     "Embedding",
     "EmbeddingFileError",
     "FieldReport",
     "GPT2BPETokenizer",
+    "IncrementalDecoder",
     "InputReport",
     "MaskedLMMasker",
     "MonoTextData",

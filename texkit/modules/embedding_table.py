@@ -19,6 +19,7 @@ from keras import ops
 from texkit.configurable import ModuleBase
 from texkit.core.dropout import dropout
 from texkit.core.layers import get_initializer
+from texkit.core.quantized_table import dequantize_rows, full_table, is_quantized_table
 from texkit.hparams import HParams, HParamsError, check_rate, check_width
 from texkit.hparams import core as limits
 
@@ -166,7 +167,7 @@ class TableEmbedder(ModuleBase):
         self.built = True
 
     def _table(self, training: Any) -> Any:
-        table = ops.cast(self.embedding, self.compute_dtype)
+        table = full_table(self, self.compute_dtype)
         if self.hparams.dropout_strategy == "item_type":
             table = dropout(
                 table,
@@ -190,6 +191,12 @@ class TableEmbedder(ModuleBase):
     def _lookup(self, ids: Any, training: Any) -> Any:
         if not is_int(ids):
             raise TypeError(f"{self.name}: ids must be integers, got dtype {ids.dtype}")
+        if is_quantized_table(self) and self.hparams.dropout_strategy != "item_type":
+            # An int8 table (texkit.tasks.quantize): only the rows looked up are dequantized.
+            rows = dequantize_rows(
+                gather(self.embedding, ids), gather(self.embedding_scale, ids), self.compute_dtype
+            )
+            return self._dropout(rows, training)
         return self._dropout(gather(self._table(training), ids), training)
 
     def get_config(self) -> dict:

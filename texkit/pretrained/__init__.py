@@ -1,5 +1,6 @@
 """Pretrained checkpoints: the BERT family (BERT, RoBERTa, DistilBERT, ALBERT, ELECTRA), GPT-2, T5,
-and the decoder LLMs of the Llama line (Llama, Mistral, Qwen 2/3, Gemma 1/2/3, Phi-3).
+and the decoder LLMs of the Llama line (Llama, Mistral, Qwen 2/3, Gemma 1/2/3, Phi-3); and
+:func:`save_pretrained`, which writes a module back as its family's Hugging Face folder.
 
 :func:`from_pretrained` builds whatever module a checkpoint folder holds; each family class's
 own ``from_pretrained`` calls the one loader, :func:`module_from_pretrained`. A family is data
@@ -25,6 +26,7 @@ from texkit.pretrained.deprecated import (
 )
 from texkit.pretrained.family import FAMILIES
 from texkit.pretrained.folders import checkpoint_format, hparams_from_config, read_config
+from texkit.pretrained.hf_export import save_pretrained
 from texkit.pretrained.loading import (
     from_pretrained,
     load_checkpoint,
@@ -57,6 +59,7 @@ __all__ = [
     "read_bert_config",
     "read_config",
     "resolve_checkpoint",
+    "save_pretrained",
     "t5_name_table",
     "tokenizer_from_pretrained",
     "vocab_file",

@@ -69,7 +69,7 @@ from texkit.pretrained.deprecated import (  # noqa: F401 - old names, kept for o
     tokenizer_from_pretrained,
     vocab_file,
 )
-from texkit.pretrained.family import Family, Format, huggingface_format, register_family
+from texkit.pretrained.family import Family, Format, HFExport, huggingface_format, register_family
 
 __all__ = ["ALBERT", "BERT", "DISTILBERT", "ELECTRA", "ROBERTA"]
 
@@ -255,11 +255,28 @@ _FACTORIZED_SIZED = (
 )
 
 
+def _config_of(hparams: Mapping[str, Any], source: Mapping[str, Any]) -> dict:
+    """A member's ``config.json`` (its hparams are its config's keys), over the ``source``
+    config's other keys."""
+    return {**source, **{key: value for key, value in hparams.items() if key != "name"}}
+
+
+# The transformers class of each member's base model, which its folders are written for.
+_CLASSES = {
+    "bert": {"bert": "BertModel"},
+    "roberta": {"roberta": "RobertaModel", "xlm-roberta": "XLMRobertaModel"},
+    "electra": {"electra": "ElectraModel"},
+    "albert": {"albert": "AlbertModel"},
+    "distilbert": {"distilbert": "DistilBertModel"},
+}
+
+
 def _member(name: str, module: type, names: Mapping, **fields: Any) -> Family:
     """Registers a member of the BERT family: a Hugging Face folder whose layers are under
     ``embeddings``, ``encoder`` and ``pooler``, BERT's config keys, sizes and checks, the
-    WordPiece tokenizer, unless ``fields`` say otherwise."""
+    WordPiece tokenizer, written back as its base model, unless ``fields`` say otherwise."""
     defaults = {
+        "export": HFExport(_CLASSES[name], _config_of),
         "formats": (_hf_format("embeddings", "encoder", "pooler"),),
         "architecture_keys": _BERT_ARCHITECTURE,
         "name_table": _table(names, "num_hidden_layers"),

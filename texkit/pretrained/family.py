@@ -23,6 +23,7 @@ __all__ = [
     "FAMILIES",
     "Family",
     "Format",
+    "HFExport",
     "family_for_type",
     "family_of",
     "huggingface_format",
@@ -87,6 +88,33 @@ def huggingface_format(skipped: re.Pattern, own: re.Pattern, **kwargs: Any) -> F
     return Format(HUGGINGFACE, "config.json", ("model.safetensors",), skipped, own, **kwargs)
 
 
+@dataclass(frozen=True)
+class HFExport:
+    """How a family's module is written as a Hugging Face folder
+    (:func:`~texkit.pretrained.save_pretrained`).
+
+    Attributes:
+        classes: ``{model_type: transformers class}`` of the folders written (``{"bert":
+            "BertModel"}``); a module loaded from a folder of one of these ``model_type`` values
+            keeps it, any other gets the first.
+        config: ``config(hparams, source) -> dict``: the family's ``config.json`` keys from the
+            module's validated hparams; ``source`` is the config the module was loaded from
+            (``{}``: none), whose keys texkit does not model carry over.
+        prefix: written before every name of the module's table (``"model."``); the rows that
+            are not ``prefixed`` (an LM head) have none.
+        generates: the model generates text (a ``generation_config.json`` is written).
+        reads_back: ``reads_back(hparams) -> hparams``: the module's hparams as the written
+            config reads back, where the config spells a value that computes the same another
+            way (Gemma 2's scale); ``None``: as they are.
+    """
+
+    classes: Mapping[str, str]
+    config: Callable[[Mapping[str, Any], Mapping[str, Any]], dict]
+    prefix: str = ""
+    generates: bool = False
+    reads_back: Callable[[dict], dict] | None = None
+
+
 @dataclass(frozen=True, kw_only=True)
 class Family:
     """A pretrained family as data.
@@ -133,6 +161,7 @@ class Family:
             ``from_pretrained(path, **kwargs)`` (``None``: texkit has none for it).
         tokenizer_options: arguments given to the tokenizer's ``from_pretrained`` before the
             user's (``{"style": "roberta"}``).
+        export: how the module is written as a Hugging Face folder (``None``: it is not).
     """
 
     name: str
@@ -155,6 +184,7 @@ class Family:
     translate: Callable[[Mapping, str], dict] | None = None
     tokenizer: type | None = None
     tokenizer_options: dict[str, Any] = field(default_factory=dict)
+    export: HFExport | None = None
 
     def __post_init__(self) -> None:
         if not self.model_types:

@@ -31,14 +31,16 @@ __all__ = ["GEMMA", "GEMMA2", "GEMMA3", "GEMMA3_TEXT"]
 
 _DEFAULTS = {"tie_word_embeddings": True, "rms_norm_eps": 1e-6}
 
-GEMMA = llama_line_family("gemma", Variant(gemma=True, defaults=_DEFAULTS))
+_ABSENT = ("mlp_bias",)
+GEMMA = llama_line_family("gemma", Variant(gemma=True, defaults=_DEFAULTS, absent=_ABSENT))
 GEMMA2 = llama_line_family(
     "gemma2",
-    Variant(gemma=True, sandwich=True, sliding="pattern", default_pattern=2, defaults=_DEFAULTS),
-)
+    Variant(gemma=True, sandwich=True, sliding="pattern", default_pattern=2, defaults=_DEFAULTS,
+            absent=_ABSENT),
+)  # fmt: skip
 _GEMMA3 = Variant(
     gemma=True, sandwich=True, query_key_norm=True, sliding="pattern", default_pattern=6,
-    local_rope=True, defaults=_DEFAULTS,
+    local_rope=True, defaults=_DEFAULTS, absent=_ABSENT,
 )  # fmt: skip
 
 
@@ -62,4 +64,5 @@ GEMMA3_TEXT = llama_line_family("gemma3_text", _GEMMA3, check_config=_causal_onl
 GEMMA3 = llama_line_family(
     "gemma3", _GEMMA3, check_config=_causal_only, config_translate=_text_config,
     prefixes=("language_model.model.", "model.language_model.", "model."),
+    classes={"gemma3_text": "Gemma3ForCausalLM"},  # exported as its language model
 )  # fmt: skip

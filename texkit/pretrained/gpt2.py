@@ -27,10 +27,11 @@ from texkit.hparams.rules import short
 from texkit.modules.decoders import GPT2Decoder
 from texkit.modules.encoders.bert_family import ACTIVATIONS
 from texkit.pretrained.checkpoints import CONV1D, HUGGINGFACE, OPENAI, CheckpointError, Row
-from texkit.pretrained.family import Family, Format, huggingface_format, register_family
+from texkit.pretrained.family import Family, Format, HFExport, huggingface_format, register_family
+from texkit.pretrained.hf_configs import activation_name, initializer_range
 from texkit.pretrained.names import NameTable
 
-__all__ = ["GPT2", "gpt2_hparams_from_config", "gpt2_name_table"]
+__all__ = ["GPT2", "gpt2_config_from_hparams", "gpt2_hparams_from_config", "gpt2_name_table"]
 
 # Hugging Face options that change the network; texkit builds their GPT-2 values only.
 _FIXED = {
@@ -95,6 +96,37 @@ def gpt2_hparams_from_config(config: Mapping[str, Any], source: str = "config") 
             "initializer": normal,
         },
     }
+
+
+def gpt2_config_from_hparams(hparams: Mapping[str, Any], source: Mapping[str, Any]) -> dict:
+    """A Hugging Face ``config.json`` for a :class:`~texkit.modules.GPT2Decoder`'s hparams (the
+    inverse of :func:`gpt2_hparams_from_config`), over the ``source`` config's other keys."""
+    decoder = hparams["decoder"]
+    attention, ffn = decoder["multihead_attention"], decoder["poswise_feedforward"]
+    inner = ffn["dim"]
+    if source.get("n_inner") is None and inner == 4 * hparams["dim"]:
+        inner = None  # the config's way of saying 4 * n_embd
+    config = {key: value for key, value in source.items() if key not in ("n_vocab", "n_ctx")}
+    config.update(
+        {
+            "vocab_size": hparams["vocab_size"],
+            "n_embd": hparams["dim"],
+            "n_layer": decoder["num_blocks"],
+            "n_head": attention["num_heads"],
+            "n_inner": inner,
+            "n_positions": decoder["position_embedder"]["position_size"],
+            "activation_function": activation_name(
+                ffn["activation"], source.get("activation_function")
+            ),
+            "attn_pdrop": attention["dropout_rate"],
+            "embd_pdrop": decoder["embedding_dropout"],
+            "resid_pdrop": decoder["residual_dropout"],
+            "layer_norm_epsilon": decoder["layer_norm_epsilon"],
+            "initializer_range": initializer_range(hparams["embed"]["initializer"], source),
+            **_FIXED,
+        }
+    )
+    return config
 
 
 def gpt2_name_table(num_blocks: int) -> list[Row]:
@@ -163,5 +195,8 @@ GPT2 = register_family(
         translate=gpt2_hparams_from_config,
         tokenizer=GPT2BPETokenizer,
         tokenizer_options={"style": "gpt2"},
+        export=HFExport(
+            {"gpt2": "GPT2LMHeadModel"}, gpt2_config_from_hparams, "transformer.", generates=True
+        ),
     )
 )

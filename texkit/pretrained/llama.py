@@ -16,4 +16,6 @@ __all__ = ["LLAMA", "MISTRAL"]
 _UNTIED = {"tie_word_embeddings": False, "rms_norm_eps": 1e-6}
 
 LLAMA = llama_line_family("llama", Variant(defaults=_UNTIED))
-MISTRAL = llama_line_family("mistral", Variant(sliding="all", defaults=_UNTIED))
+MISTRAL = llama_line_family(
+    "mistral", Variant(sliding="all", defaults=_UNTIED, absent=("attention_bias", "mlp_bias"))
+)

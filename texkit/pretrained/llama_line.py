@@ -42,7 +42,8 @@ from texkit.modules.decoders import LlamaDecoder
 from texkit.modules.decoders.llama_decoder import FULL, LAYER_TYPES, SLIDING
 from texkit.modules.encoders.bert_family import ACTIVATIONS
 from texkit.pretrained.checkpoints import HUGGINGFACE, CheckpointError, Row
-from texkit.pretrained.family import Family, huggingface_format, register_family
+from texkit.pretrained.family import Family, HFExport, huggingface_format, register_family
+from texkit.pretrained.hf_configs import llama_line_config, llama_line_reads_back
 from texkit.pretrained.names import NameTable
 from texkit.pretrained.tokenizers import FolderTokenizer
 
@@ -72,6 +73,9 @@ class Variant:
         local_rope: the sliding layers have their own rotary base (Gemma 3's
             ``rope_local_base_freq``).
         defaults: values of keys a config may leave out.
+        absent: ``config.json`` keys the family's transformers config does not have, left out
+            of an export (a module that needs one is refused: texkit would read it, transformers
+            would not).
     """
 
     qkv_bias: bool | None = None
@@ -83,6 +87,7 @@ class Variant:
     default_pattern: int = 2
     local_rope: bool = False
     defaults: dict[str, Any] = field(default_factory=dict)
+    absent: tuple[str, ...] = ()
 
 
 def _get(config: Mapping, key: str, source: str, variant: Variant) -> Any:
@@ -321,10 +326,13 @@ def llama_line_family(
     check_config: Callable[[Mapping, str], None] | None = None,
     prefixes: tuple[str, ...] = ("model.",),
     config_translate: Callable[[dict], dict] | None = None,
+    classes: Mapping[str, str] | None = None,
 ) -> Family:
     """Registers (and returns) the family ``name`` of the Llama line, read as ``variant``
     (``prefixes``: of the model's names in the file; ``config_translate``: the part of a raw
-    config that describes the language model, e.g. a multimodal folder's ``text_config``)."""
+    config that describes the language model, e.g. a multimodal folder's ``text_config``;
+    ``classes``: ``{model_type: transformers class}`` of its exports, by default ``{name:
+    <Name>ForCausalLM}`` with the name's spelling in transformers)."""
 
     def translate(config: Mapping, source: str) -> dict:
         try:
@@ -354,5 +362,25 @@ def llama_line_family(
             check_config=check_config,
             translate=translate,
             tokenizer=tokenizer,
+            export=HFExport(
+                classes or {name: _CLASS_NAMES[name]},
+                lambda hparams, source: llama_line_config(hparams, source, variant),
+                prefix="model.",
+                generates=True,
+                reads_back=lambda hparams: llama_line_reads_back(hparams, variant),
+            ),
         )
     )
+
+
+# The transformers class of each family's causal language model.
+_CLASS_NAMES = {
+    "llama": "LlamaForCausalLM",
+    "mistral": "MistralForCausalLM",
+    "qwen2": "Qwen2ForCausalLM",
+    "qwen3": "Qwen3ForCausalLM",
+    "gemma": "GemmaForCausalLM",
+    "gemma2": "Gemma2ForCausalLM",
+    "gemma3_text": "Gemma3ForCausalLM",
+    "phi3": "Phi3ForCausalLM",
+}

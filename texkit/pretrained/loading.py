@@ -29,7 +29,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from texkit import registry
+from texkit import _compat, registry
 from texkit.configurable import ModuleBase
 from texkit.deprecation import deprecated_alias
 from texkit.hparams import HParamsError
@@ -286,13 +286,37 @@ def load_checkpoint(
     Raises:
         CheckpointError: a folder of another family, a config that describes another
             architecture than the model's (e.g. another ``hidden_act``), a missing or
-            unreadable file, a missing or unknown variable, a shape mismatch, or non-finite
-            values; the message names the key or the variables. The model is unchanged (see
-            :mod:`~texkit.pretrained.streamed_loading`: the checks read every entry before
-            anything is assigned, and a file that changes during loading is caught and the
-            previous values restored).
+            unreadable file, a missing or unknown variable, a shape mismatch, non-finite
+            values, or a model with LoRA enabled or quantized layers (load first, then enable
+            LoRA or quantize); the message names the key, the variables or the layer. The
+            model is unchanged (see :mod:`~texkit.pretrained.streamed_loading`: the checks read
+            every entry before anything is assigned, and a file that changes during loading is
+            caught and the previous values restored).
     """
     return _load(model, path, allow_non_finite, keep_previous=True)
+
+
+def _refuse_changed_layers(model: Any) -> None:
+    """Raises CheckpointError naming the first layer of ``model`` with LoRA adapters or a
+    quantized dtype policy: its ``kernel`` is then a computed tensor or an integer variable,
+    which a checkpoint's float weights would not load into as they should."""
+    for layer in _compat.sublayers(model, include_self=True):
+        if getattr(layer, "lora_enabled", False):
+            raise CheckpointError(
+                f"{model.name}: {layer.path} has LoRA enabled; nothing was loaded (load the "
+                "checkpoint first, then enable LoRA; or merge_lora before loading)"
+            )
+        policy = getattr(layer, "dtype_policy", None)
+        mode = (
+            getattr(layer, "quantization_mode", None)
+            or getattr(policy, "quantization_mode", None)
+            or getattr(layer, "_quantization_mode", None)  # a module texkit.tasks quantized
+        )
+        if mode is not None:
+            raise CheckpointError(
+                f"{model.name}: {layer.path} is quantized ({mode}); nothing was loaded (load "
+                "the checkpoint into a float model first, then quantize)"
+            )
 
 
 def _load(model: Any, path: str | os.PathLike, allow_non_finite: bool, keep_previous: bool
@@ -301,6 +325,7 @@ def _load(model: Any, path: str | os.PathLike, allow_non_finite: bool, keep_prev
     assignment fails midway (not for a model that is thrown away then)."""
     path = resolve_checkpoint(path)
     family, module, owners = _parts(model)
+    _refuse_changed_layers(model)
     found_family, fmt, raw = inspect_folder(path)
     if found_family.module is not family.module:
         raise CheckpointError(
@@ -331,4 +356,6 @@ def _load(model: Any, path: str | os.PathLike, allow_non_finite: bool, keep_prev
                        ", ".join(missing_heads))  # fmt: skip
     if unused:
         logger.warning("%s: %d entries not loaded: %s", file, len(unused), unused[:10])
-    return LoadReport(fmt.name, family.name, plan.loaded, heads, missing_heads, unused)
+    return LoadReport(
+        fmt.name, family.name, plan.loaded, heads, missing_heads, unused, path, dict(raw)
+    )

@@ -18,6 +18,9 @@ __all__ = ["PHI3"]
 PHI3 = llama_line_family(
     "phi3",
     Variant(
-        fused=True, sliding="all", defaults={"tie_word_embeddings": False, "rms_norm_eps": 1e-5}
+        fused=True,
+        sliding="all",
+        defaults={"tie_word_embeddings": False, "rms_norm_eps": 1e-5},
+        absent=("head_dim", "attention_bias", "mlp_bias"),
     ),  # fmt: skip
 )

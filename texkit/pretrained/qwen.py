@@ -15,5 +15,12 @@ __all__ = ["QWEN2", "QWEN3"]
 
 _DEFAULTS = {"tie_word_embeddings": False, "rms_norm_eps": 1e-6}
 
-QWEN2 = llama_line_family("qwen2", Variant(qkv_bias=True, sliding="qwen", defaults=_DEFAULTS))
-QWEN3 = llama_line_family("qwen3", Variant(query_key_norm=True, sliding="qwen", defaults=_DEFAULTS))
+QWEN2 = llama_line_family(
+    "qwen2",
+    Variant(qkv_bias=True, sliding="qwen", defaults=_DEFAULTS,
+            absent=("head_dim", "attention_bias", "mlp_bias")),
+)  # fmt: skip
+QWEN3 = llama_line_family(
+    "qwen3",
+    Variant(query_key_norm=True, sliding="qwen", defaults=_DEFAULTS, absent=("mlp_bias",)),
+)

@@ -19,10 +19,10 @@ from texkit.data.tokenizers import SentencePieceTokenizer
 from texkit.hparams.rules import short
 from texkit.modules import T5EncoderDecoder
 from texkit.pretrained.checkpoints import HUGGINGFACE, CheckpointError, Row
-from texkit.pretrained.family import Family, huggingface_format, register_family
+from texkit.pretrained.family import Family, HFExport, huggingface_format, register_family
 from texkit.pretrained.names import NameTable
 
-__all__ = ["T5", "t5_name_table"]
+__all__ = ["T5", "t5_config_from_hparams", "t5_name_table"]
 
 _ATTENTION = (("q", "query"), ("k", "key"), ("v", "value"), ("o", "output_dense"))
 
@@ -76,6 +76,19 @@ def _check_config(config: Mapping[str, Any], source: str) -> None:
             f"tie_word_embeddings={short(tied)} is "
             "not supported (T5 scales the decoder's output exactly when the output is tied)"
         )
+
+
+def t5_config_from_hparams(hparams: Mapping[str, Any], source: Mapping[str, Any]) -> dict:
+    """A Hugging Face ``config.json`` for a :class:`~texkit.modules.T5EncoderDecoder`'s hparams
+    (its config's keys), over the ``source`` config's other keys, with the keys transformers
+    derives from them (``dense_act_fn``, ``is_gated_act``, ``scale_decoder_outputs``)."""
+    config = {**source, **{key: value for key, value in hparams.items() if key != "name"}}
+    proj = hparams["feed_forward_proj"]
+    config["is_gated_act"] = proj.startswith("gated-")
+    config["dense_act_fn"] = "gelu_new" if proj == "gated-gelu" else proj.split("-")[-1]
+    config["scale_decoder_outputs"] = hparams["tie_word_embeddings"]
+    config["is_encoder_decoder"] = True
+    return config
 
 
 _HEADS = ("num_heads", "d_kv")  # the attention's inner size is their product
@@ -139,5 +152,8 @@ T5 = register_family(
         check_config=_check_config,
         tokenizer=SentencePieceTokenizer,
         tokenizer_options={"style": "t5"},
+        export=HFExport(
+            {"t5": "T5ForConditionalGeneration"}, t5_config_from_hparams, generates=True
+        ),
     )
 )

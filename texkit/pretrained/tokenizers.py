@@ -196,7 +196,8 @@ def tokenizer_from_pretrained(path: str | os.PathLike, **kwargs: Any) -> Any:
 def wordpiece_from_pretrained(
     cls: type, path: Any, lowercase: bool | None = None, **kwargs: Any
 ) -> Any:
-    """Implements ``BERTTokenizer.from_pretrained``: the folder's ``vocab.txt`` and casing.
+    """Implements ``BERTTokenizer.from_pretrained``: the folder's ``vocab.txt``, casing and
+    ``clean_up_tokenization_spaces`` (how transformers decodes; false when not said).
 
     A KerasHub preset's vocabulary is ``assets/tokenizer/vocabulary.txt``, its casing the
     ``lowercase`` of its ``tokenizer.json`` (a serialized KerasHub ``BertTokenizer``).
@@ -224,6 +225,9 @@ def wordpiece_from_pretrained(
         path, config_file, config, lowercase, "do_lower_case",
         "a tokenizer_config.json", {"tokenize_chinese_chars": (None, True)},
     )  # fmt: skip
+    cleanup = config.get("clean_up_tokenization_spaces")
+    if isinstance(cleanup, bool):  # how transformers decodes this folder's ids
+        kwargs.setdefault("clean_up_tokenization_spaces", cleanup)
     return cls(vocab, lowercase=lowercase, **kwargs)
 
 

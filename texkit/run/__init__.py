@@ -12,6 +12,7 @@ from texkit.run.experiment import (
 from texkit.run.optimization import default_optimization_hparams, optimizer_from_hparams
 from texkit.run.run_config import default_run_hparams
 from texkit.run.schedules import InverseSquareRootDecay, WarmupPolynomialDecay
+from texkit.run.task_builders import causal_lm, text_data
 from texkit.run.trainer import Preempted, Trainer, TrainingDiverged, WorkerLost
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "TrainingDiverged",
     "WarmupPolynomialDecay",
     "WorkerLost",
+    "causal_lm",
     "data_builder",
     "default_distribution_hparams",
     "default_experiment_hparams",
@@ -31,5 +33,6 @@ __all__ = [
     "optimizer_from_hparams",
     "schedules",
     "strategy_from_hparams",
+    "text_data",
     "validate_experiment",
 ]

@@ -1,7 +1,10 @@
-"""Serving export: a SavedModel written beside its destination, then moved into place.
+"""Serving export: a SavedModel written beside its destination, then moved into place; or the
+Hugging Face folder of a trained model's pretrained module.
 
 :func:`export_model` makes the serving function of a trained model (with its preprocessor in
-front, if any) and :func:`export_saved_model` writes it.
+front, if any) and :func:`export_saved_model` writes it. :func:`export_huggingface` writes the
+model's module of a pretrained family (or a task model) as its family's Hugging Face folder
+(:func:`texkit.pretrained.save_pretrained`, which writes and replaces folders the same way).
 
 ``export_saved_model`` never deletes what texkit did not write:
 
@@ -30,9 +33,16 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from texkit import _compat
 from texkit.run.inputs import features_spec, zeros_like_spec
 
-__all__ = ["SAVED_MODEL_ENTRIES", "check_export_path", "export_model", "export_saved_model"]
+__all__ = [
+    "SAVED_MODEL_ENTRIES",
+    "check_export_path",
+    "export_huggingface",
+    "export_model",
+    "export_saved_model",
+]
 
 # What tf.saved_model / keras.export write into a SavedModel folder, and nothing else.
 SAVED_MODEL_ENTRIES = frozenset(
@@ -183,3 +193,56 @@ def _model_input_signature(model: keras.Model, data: Mapping) -> Any:
     return tf.nest.map_structure(
         lambda s: tf.TensorSpec([None, *s.shape[1:]], s.dtype, name=s.name), features_spec(data)
     )
+
+
+def _family_module(model: Any) -> Any:
+    """The one module of a pretrained family in ``model`` (the model itself, or a layer of it),
+    which must hold every weight of the model."""
+    from texkit.pretrained import FAMILIES
+
+    classes = tuple({f.module for f in FAMILIES.values() if f.export is not None})
+    layers = [model, *_compat.sublayers(model)]
+    found = [layer for layer in layers if isinstance(layer, classes)]
+    found = [
+        m
+        for m in found
+        if not any(m is not o and m in _compat.sublayers(o, include_self=True) for o in found)
+    ]
+    if len(found) != 1:
+        names = ", ".join(sorted(c.__name__ for c in classes))
+        raise ValueError(
+            f"--format huggingface: the model {model.name!r} holds "
+            f"{'no' if not found else len(found)} modules of a pretrained family ({names}); "
+            "expected one (export a SavedModel instead)"
+        )
+    module = found[0]
+    own = {id(v) for v in module.weights}
+    others = [w.path for w in model.weights if id(w) not in own]
+    if others:
+        listed = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        raise ValueError(
+            f"--format huggingface: the model {model.name!r} has {len(others)} weights outside "
+            f"its {type(module).__name__} ({listed}), which a Hugging Face folder of the family "
+            "cannot hold (export a SavedModel)"
+        )
+    return module
+
+
+def export_huggingface(model: Any, path: str, overwrite: bool = False) -> str:
+    """Writes a trained model as a Hugging Face folder; returns ``path``.
+
+    A task model (with its own ``save_pretrained``, which merges LoRA adapters first) writes
+    itself; another model must consist of one module of a pretrained family (``GPT2Decoder``,
+    ``BERTEncoder``, ``LlamaDecoder``...), which :func:`texkit.pretrained.save_pretrained`
+    writes with the tokenizer files of the folder it was loaded from.
+
+    Raises:
+        ValueError: the model holds no such module, several, or weights outside it.
+        FileExistsError: ``path`` may not be written (as for SavedModels).
+    """
+    from texkit.pretrained import save_pretrained
+
+    saver = getattr(model, "save_pretrained", None)
+    if callable(saver):
+        return saver(path, overwrite=overwrite)
+    return save_pretrained(_family_module(model), path, overwrite=overwrite)

@@ -8,6 +8,7 @@ Mistral, Qwen 2 / 3, Gemma 1 / 2 / 3, Phi-3); ``generate`` continues prompts (se
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import tensorflow as tf
@@ -100,7 +101,9 @@ class CausalLM(LanguageModelTraining, GeneratingTask):
 
     def call(self, token_ids: Any, sequence_length: Any = None, training: Any = None) -> Any:
         """``[batch, time, vocab]`` logits of the next token at every position (teacher
-        forcing)."""
+        forcing) of ``token_ids`` (or of :meth:`preprocess`'s features)."""
+        if isinstance(token_ids, Mapping):
+            token_ids, sequence_length = token_ids["token_ids"], token_ids["sequence_length"]
         if sequence_length is None:
             sequence_length = tf.fill(tf.shape(token_ids)[:1], tf.shape(token_ids)[1])
         outputs, _, _ = self.decoder(

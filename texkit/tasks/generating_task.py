@@ -98,6 +98,7 @@ class GeneratingTask(Task):
         stop_token_ids: int | list[int] | None = None,
         seed: int | None = None,
         stream: bool = False,
+        truncate_prompts: bool = False,
     ) -> str | list[str] | Iterator[Any]:
         """Continues each prompt; the prompt is not repeated.
 
@@ -115,6 +116,8 @@ class GeneratingTask(Task):
             stop_strings: texts end where one of these begins (it is cut).
             stop_token_ids: ids that end a text besides the checkpoint's end tokens.
             seed: sampling's seed (the same seed, prompts and settings give the same texts).
+            truncate_prompts: a prompt too long for the model's positions keeps its last tokens
+                (default: refused, naming the lengths).
             stream: yield text pieces as tokens arrive instead (greedy and sampling): a string
                 per step for one prompt, a list of strings (one per prompt) for a list; the
                 pieces join to what ``stream=False`` returns.
@@ -135,11 +138,44 @@ class GeneratingTask(Task):
         }  # fmt: skip
         vocab = self._vocab_size()
         settings = settings_from(self.hparams.generation.todict(), arguments, vocab)
-        ids = self._prompt_ids(prompts)
+        ids = self._checked_prompts(self._prompt_ids(prompts), settings, truncate_prompts)
         if stream:
             return self._generator.stream(ids, settings, single)
         out = self._generator.generate(ids, settings)
         return out[0] if single else out
+
+    def generate_ids(self, texts: str | list[str], **settings: Any) -> list[list[int]]:
+        """The new token ids of each prompt (a list of lists, one per prompt, also for one
+        string), the end token included when one was generated; stop strings do not apply.
+        ``settings``: :meth:`generate`'s (but ``stream``)."""
+        prompts, _ = as_prompts(texts)
+        truncate = settings.pop("truncate_prompts", False)
+        unknown = set(settings) - set(self._setting_names())
+        if unknown:
+            raise ValueError(f"generate_ids: unknown argument(s) {sorted(unknown)}")
+        checked = settings_from(self.hparams.generation.todict(), settings, self._vocab_size())
+        ids = self._checked_prompts(self._prompt_ids(prompts), checked, truncate)
+        return self._generator.generate_ids(ids, checked)
+
+    @staticmethod
+    def _setting_names() -> tuple[str, ...]:
+        return (
+            "max_new_tokens", "strategy", "top_k", "top_p", "temperature", "beam_width",
+            "length_penalty", "early_stopping", "stop_strings", "stop_token_ids", "seed",
+        )  # fmt: skip
+
+    def _checked_prompts(self, ids: list, settings: Any, truncate: bool) -> list:
+        """The prompts' ids, the too long ones cut to their last tokens when ``truncate``."""
+        limit = self.max_length
+        if truncate and limit is not None:
+            room = limit - settings.max_new_tokens
+            if room < 1:
+                raise ValueError(
+                    f"generate: max_new_tokens={settings.max_new_tokens} leaves no room for a "
+                    f"prompt in the model's {limit} positions"
+                )
+            ids = [prompt[-room:] for prompt in ids]
+        return ids
 
     def _vocab_size(self) -> int | None:
         return self.decoder._logits_size()

@@ -31,7 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from texkit.modules.decoders.sampling import sample_choice
-from texkit.tasks.generation_loops import beam_loop, token_loop
+from texkit.tasks.generation_loops import beam_loop, early_stopping_flags, token_loop
 from texkit.tasks.generation_settings import GenerationSettings
 from texkit.tasks.text_output import cut_at_stop_strings, new_text, stop_prefix_length
 
@@ -93,16 +93,17 @@ class Generator:
     # --- the compiled loops -------------------------------------------------------------------
 
     def _loop(self, settings: GenerationSettings, context: Any, lengths: Any, seed: Any,
-              max_length: int) -> tuple[Any, Any]:  # fmt: skip
+              beam_options: tuple, max_length: int) -> tuple[Any, Any]:  # fmt: skip
         self.traces += 1
         s = settings
         ends = list(s.end_token_ids) or None
         beam = s.beam_width if s.strategy == "beam" else None
         run, prompt_lengths = self.task._inference(context, lengths, max_length, beam)
         if beam is not None:
+            penalty, *stopping = beam_options
             return beam_loop(
                 run, ends, prompt_lengths, s.max_new_tokens, max_length, self.task.pad_id, beam,
-                s.length_penalty, s.early_stopping,
+                penalty, tuple(stopping),
             )  # fmt: skip
         if s.strategy == "greedy":
             choose = _argmax
@@ -123,22 +124,30 @@ class Generator:
 
     # --- generate -----------------------------------------------------------------------------
 
-    def generate(self, prompts: list[list[int]], settings: GenerationSettings) -> list[str]:
-        """The text each prompt's ids continue with (see :meth:`texkit.tasks.CausalLM.generate`)."""
+    def generate_ids(
+        self, prompts: list[list[int]], settings: GenerationSettings
+    ) -> list[list[int]]:
+        """The new ids of each prompt, its end token included when it generated one."""
         context, lengths, max_length = self._padded(prompts, settings.max_new_tokens)
         key = ("whole", settings.compiled_key(), context.shape, max_length)
 
-        def build(context: Any, lengths: Any, seed: Any) -> tuple[Any, Any]:
-            return self._loop(settings, context, lengths, seed, max_length)
+        def build(context: Any, lengths: Any, seed: Any, beam_options: tuple) -> tuple:
+            return self._loop(settings, context, lengths, seed, beam_options, max_length)
 
-        ids, counts = self._function(key, build)(context, lengths, self._seed(settings))
+        beam_options = (
+            tf.constant(float(settings.length_penalty)),
+            *map(tf.constant, early_stopping_flags(settings.early_stopping)),
+        )
+        ids, counts = self._function(key, build)(
+            context, lengths, self._seed(settings), beam_options
+        )
         ids, counts = ids.numpy(), counts.numpy()
         offsets = self.task.first_new_step(lengths)
-        texts = []
-        for i in range(len(prompts)):
-            new = ids[i, offsets[i] : offsets[i] + counts[i]].tolist()
-            texts.append(self._text(new, settings))
-        return texts
+        return [ids[i, offsets[i] : offsets[i] + counts[i]].tolist() for i in range(len(prompts))]
+
+    def generate(self, prompts: list[list[int]], settings: GenerationSettings) -> list[str]:
+        """The text each prompt's ids continue with (see :meth:`texkit.tasks.CausalLM.generate`)."""
+        return [self._text(new, settings) for new in self.generate_ids(prompts, settings)]
 
     def _text(self, new_ids: list[int], settings: GenerationSettings) -> str:
         if new_ids and new_ids[-1] in settings.end_token_ids:

@@ -34,7 +34,7 @@ from texkit.modules.decoders.beam_decoding import gather_rows, tile_batch
 from texkit.modules.decoders.decoder_base import Inference
 from texkit.modules.decoders.decoding import end_ids, is_end
 
-__all__ = ["EARLY_STOPPING", "beam_loop", "token_loop"]
+__all__ = ["EARLY_STOPPING", "beam_loop", "early_stopping_flags", "token_loop"]
 
 EARLY_STOPPING = (False, True, "never")
 
@@ -108,6 +108,19 @@ def _merge(finished: tuple, ids: Any, scores: Any, counts: Any, width: int) -> t
     return pick(old_ids, ids), best, pick(old_counts, counts), tf.gather(valid, keep, batch_dims=1)
 
 
+def _stopping_flags(early_stopping: Any) -> tuple[Any, Any]:
+    """``(stop_when_full, never)`` booleans of an ``early_stopping`` rule, given as the rule
+    (``True``, ``False``, ``"never"``) or as those two booleans (tensors)."""
+    if isinstance(early_stopping, (bool, str)):
+        return tf.constant(early_stopping is True), tf.constant(early_stopping == "never")
+    return early_stopping
+
+
+def early_stopping_flags(early_stopping: bool | str) -> tuple[bool, bool]:
+    """``(stop_when_full, never)`` of a rule, for :func:`beam_loop` as inputs."""
+    return early_stopping is True, early_stopping == "never"
+
+
 def beam_loop(
     run: Inference,
     end_token: Any,
@@ -116,11 +129,13 @@ def beam_loop(
     max_length: int,
     pad_id: int,
     beam_width: int,
-    length_penalty: float = 1.0,
-    early_stopping: bool | str = False,
+    length_penalty: Any = 1.0,
+    early_stopping: Any = False,
 ) -> tuple[Any, Any]:
     """Beam search with ``generate``'s rules (see the module). ``run`` is the decoder's
     beam-search :class:`Inference` (one state row per example; tiled here).
+    ``length_penalty`` may be a tensor, and ``early_stopping`` the pair of boolean tensors
+    :func:`early_stopping_flags` gives, so that one compiled search serves them all.
 
     Returns:
         The best hypothesis of each row: ``ids [batch, max_length]`` (the tokens picked at every
@@ -129,8 +144,11 @@ def beam_loop(
     The loop is written as one function (about 90 lines because the step's candidate ranking,
     finishing, early-stopping test and row freezing read the same tensors).
     """
-    if early_stopping not in EARLY_STOPPING:
+    if isinstance(early_stopping, (bool, str)) and early_stopping not in EARLY_STOPPING:
         raise ValueError(f"early_stopping must be True, False or 'never', got {early_stopping!r}")
+    # Tensors, so that one compiled search serves every penalty and stopping rule.
+    length_penalty = tf.cast(length_penalty, tf.float32)
+    stop_when_full, never = _stopping_flags(early_stopping)
     width = int(beam_width)
     ends = end_ids(end_token)
     n_ends = 0 if end_token is None else int(ends.shape[0] or 1)
@@ -159,7 +177,7 @@ def beam_loop(
         picked = [tf.gather(t, pick, batch_dims=1) for t in (origin, tokens, ids)]
         # Finished: the candidates among the `width` best that end, while the row may improve.
         full = tf.reduce_all(finished[3], axis=1)
-        may_add = open_rows & improvable & ~(full & (early_stopping is True))
+        may_add = open_rows & improvable & ~(full & stop_when_full)
         finishing = hits & rank_may_finish & may_add[:, None]
         scores = _penalized(top_scores, new_count[:, None], length_penalty)
         scores = tf.where(finishing, scores, float("-inf"))
@@ -172,15 +190,13 @@ def beam_loop(
         state = reorder(new_state, tf.reshape(picked[0] + offsets, [-1]))
         alive = (picked[2], picked[1], live_scores, state)
         # Whether each row may still improve, then which rows go on.
-        if early_stopping == "never" and length_penalty > 0:
-            hypothetical = tf.fill([batch], max_new_tokens)
-        else:
-            hypothetical = new_count
+        longest = never & (length_penalty > 0)
+        hypothetical = tf.where(longest, tf.fill([batch], max_new_tokens), new_count)
         best_live = _penalized(live_scores[:, 0], hypothetical, length_penalty)
         full = tf.reduce_all(finished[3], axis=1)
         worst = tf.where(full, tf.reduce_min(finished[1], axis=1), _LOW)
         improvable &= ~(generating & open_rows) | (best_live > worst)
-        ended = ~improvable | (full & (early_stopping is True)) | tf.reduce_all(hits, axis=1)
+        ended = ~improvable | (full & stop_when_full) | tf.reduce_all(hits, axis=1)
         open_rows &= ~(generating & ended)
         return time + 1, alive, finished, open_rows, improvable
 

@@ -43,8 +43,8 @@ class GenerationSettings:
             options: tuple = ()
         elif self.strategy == "sample":
             options = (self.temperature, self.top_k, self.top_p)
-        else:
-            options = (self.beam_width, self.length_penalty, self.early_stopping)
+        else:  # the length penalty and early stopping are inputs
+            options = (self.beam_width,)
         return (self.strategy, self.max_new_tokens, self.end_token_ids, options)
 
 

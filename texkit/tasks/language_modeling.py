@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import keras
 import tensorflow as tf
 
 __all__ = ["LanguageModelTraining", "lm_loss"]
@@ -66,6 +65,8 @@ class LanguageModelTraining:
         return {"token_ids": token_ids, "sequence_length": lengths, "target_mask": mask}
 
     def _features(self, data: Any) -> dict[str, Any]:
+        """A batch as features: raw texts or ``(prompts, completions)`` preprocessed; features
+        (a dict with ``token_ids``) as they are."""
         if isinstance(data, dict) and "token_ids" in data:
             return data
         if isinstance(data, (tuple, list)):
@@ -74,30 +75,16 @@ class LanguageModelTraining:
             data = data[0]
         return self.preprocess(data)
 
-    def _lm_tracker(self) -> keras.metrics.Mean:
-        if getattr(self, "_lm_loss_metric", None) is None:
-            self._lm_loss_metric = keras.metrics.Mean(name="loss")
-        return self._lm_loss_metric
+    def train_step(self, data: Any) -> Any:
+        return super().train_step(self._features(data))
 
-    @property
-    def metrics(self) -> list:
-        return [self._lm_tracker()]
+    def test_step(self, data: Any) -> Any:
+        return super().test_step(self._features(data))
 
-    def train_step(self, data: Any) -> dict[str, Any]:
-        features = self._features(data)
-        with tf.GradientTape() as tape:
-            logits = self(features["token_ids"], features["sequence_length"], training=True)
-            loss = lm_loss(logits, features["token_ids"], features["target_mask"])
-        variables = self.trainable_variables
-        gradients = tape.gradient(loss, variables)
-        self.optimizer.apply(gradients, variables)
-        tracker = self._lm_tracker()
-        tracker.update_state(loss)
-        return {"loss": tracker.result()}
-
-    def test_step(self, data: Any) -> dict[str, Any]:
-        features = self._features(data)
-        logits = self(features["token_ids"], features["sequence_length"], training=False)
-        tracker = self._lm_tracker()
-        tracker.update_state(lm_loss(logits, features["token_ids"], features["target_mask"]))
-        return {"loss": tracker.result()}
+    def compute_loss(
+        self, x: Any = None, y: Any = None, y_pred: Any = None, sample_weight: Any = None,
+        training: bool = True,
+    ) -> Any:  # fmt: skip
+        """:func:`lm_loss` of the features ``x`` and the logits ``y_pred`` (no labels: the
+        targets are the texts' own next tokens)."""
+        return lm_loss(y_pred, x["token_ids"], x["target_mask"])

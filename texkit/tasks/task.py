@@ -82,6 +82,17 @@ def generation_defaults(folder: str) -> dict:
     return out
 
 
+def _lora_settings(module: Any) -> dict | None:
+    """The LoRA settings of ``module`` (``None``: no adapters), as ``enable_lora`` takes them."""
+    from texkit.tasks.lora import lora_state
+
+    state = lora_state(module)
+    if state is None:
+        return None
+    return {"rank": state.rank, "alpha": state.alpha, "targets": list(state.targets),
+            "train": list(state.train)}  # fmt: skip
+
+
 class Task(Configurable, keras.Model):
     """Base class of the task models (see the module).
 
@@ -171,6 +182,70 @@ class Task(Configurable, keras.Model):
         module = cls._module_from_pretrained(folder, hp, **kwargs)
         return cls(hp, module=module, tokenizer=tokenizer_from_pretrained(hp["tokenizer"]))
 
+    # --- LoRA, quantization, export -----------------------------------------------------------
+
+    def enable_lora(
+        self,
+        rank: int,
+        alpha: float | None = None,
+        targets: Any = ("query", "value"),
+        train: Any = (),
+    ) -> list[str]:
+        """Adds LoRA adapters to the module's dense layers ``targets`` names and freezes every
+        other weight but the layers ``train`` names (a new head); see
+        :func:`texkit.tasks.lora.enable_lora`. Returns the adapted layers' paths."""
+        from texkit.tasks.lora import enable_lora
+
+        self._build_for_weights()
+        return enable_lora(self.module, rank, alpha, targets, train)
+
+    def merge_lora(self) -> list[str]:
+        """Folds the adapters into the weights and removes them
+        (:func:`texkit.tasks.lora.merge_lora`)."""
+        from texkit.tasks.lora import merge_lora
+
+        return merge_lora(self.module)
+
+    def save_adapters(self, path: str | os.PathLike) -> str:
+        """Writes the adapters alone (:func:`texkit.tasks.lora_files.save_adapters`)."""
+        from texkit.tasks.lora_files import save_adapters
+
+        return save_adapters(self.module, path)
+
+    def load_adapters(self, path: str | os.PathLike) -> list[str]:
+        """Loads adapters written by :meth:`save_adapters` onto this task's base
+        (:func:`texkit.tasks.lora_files.load_adapters`)."""
+        from texkit.tasks.lora_files import load_adapters
+
+        self._build_for_weights()
+        return load_adapters(self.module, path)
+
+    def quantize(  # type: ignore[override]
+        self, mode: str = "int8", config: Any = None, *, weight_only: bool = True, **kwargs: Any
+    ) -> Task:
+        """Quantizes the module for inference, in place (:func:`texkit.tasks.quantize`:
+        ``weight_only`` says the form; Keras' ``config``, which its wrapper of this method
+        passes, is not used)."""
+        from texkit.tasks.quantization import quantize
+
+        self._build_for_weights()
+        quantize(self.module, mode, weight_only=weight_only)
+        if hasattr(self, "_generator"):  # compiled over the float weights
+            self._generator._compiled.clear()
+        return self
+
+    def save_pretrained(self, folder: str | os.PathLike, **kwargs: Any) -> str:
+        """Writes the module as its family's Hugging Face folder, with the tokenizer's files
+        (:func:`texkit.pretrained.save_pretrained`). LoRA adapters are merged into the weights
+        first, in place (save them with :meth:`save_adapters` to keep training them); a
+        quantized model is refused (export the float model)."""
+        from texkit.pretrained.hf_export import save_pretrained
+        from texkit.tasks.lora import lora_enabled
+
+        if lora_enabled(self.module):
+            self.merge_lora()
+        return save_pretrained(self.module, folder, tokenizer=self.tokenizer_folder, **kwargs)
+
     # --- saving -------------------------------------------------------------------------------
 
     def save(self, folder: str | os.PathLike, overwrite: bool = False) -> None:  # type: ignore[override]
@@ -191,6 +266,7 @@ class Task(Configurable, keras.Model):
             "module": keras.saving.serialize_keras_object(self.module),
         }
         description["hparams"]["tokenizer"] = None
+        description["lora"] = _lora_settings(self.module)
         with tf.io.gfile.GFile(os.path.join(folder, TASK_FILE), "w") as f:
             json.dump(description, f, indent=1)
         self.save_weights(os.path.join(folder, WEIGHTS_FILE))
@@ -218,6 +294,8 @@ class Task(Configurable, keras.Model):
         hparams = {**description["hparams"], "tokenizer": folder}
         task = cls(hparams, module=module, tokenizer=tokenizer_from_pretrained(folder))
         task._build_for_weights()
+        if description.get("lora"):
+            task.enable_lora(**description["lora"])
         task.load_weights(os.path.join(folder, WEIGHTS_FILE))
         return task
 

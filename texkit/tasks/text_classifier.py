@@ -38,8 +38,7 @@ class TextClassifier(Task):
         "name": "The model's name.",
         "classifier": "The BERTClassifier's hparams (from_pretrained: the checkpoint's encoder).",
         "tokenizer": "A folder with the tokenizer's files (from_pretrained: the checkpoint's).",
-        "sequence_length": "Texts (or pairs) are cut to this many tokens, special tokens "
-        "included.",
+        "sequence_length": "Texts (or pairs) are cut to this many tokens, special tokens included.",
     }
 
     @classmethod

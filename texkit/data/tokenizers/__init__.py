@@ -30,7 +30,9 @@ SentencePiece models of the Llama line, and chat templates.
   T5's SentencePiece (``spiece.model``) and the byte-fallback models of Llama 2, Mistral and
   Gemma (``tokenizer.model``), what it reproduces and its known differences.
 * :mod:`~texkit.data.tokenizers.sentencepiece_decode`: the ``sentencepiece`` library's decode
-  of byte-fallback models in TensorFlow ops.
+  in TensorFlow ops.
+* :mod:`~texkit.data.tokenizers.incremental`: :class:`IncrementalDecoder`, ``detokenize`` for
+  streaming generation, as ids arrive, in whole characters.
 * :mod:`~texkit.data.tokenizers.tokenizer_config`: a Hugging Face folder's special tokens
   (``tokenizer_config.json``, ``special_tokens_map.json``).
 * :mod:`~texkit.data.tokenizers.albert_text`: ALBERT's preprocessing in TensorFlow ops, and its
@@ -54,6 +56,7 @@ from texkit.data.tokenizers.chat_templates import (
     ChatTemplates,
     apply_chat_template,
 )
+from texkit.data.tokenizers.incremental import BatchIncrementalDecoder, IncrementalDecoder
 from texkit.data.tokenizers.sentencepiece import SentencePieceTokenizer
 from texkit.data.tokenizers.templated import TemplateTokenizer
 from texkit.data.tokenizers.vocab_file import (
@@ -67,12 +70,14 @@ from texkit.data.tokenizers.vocab_file import (
 
 __all__ = [
     "BERTTokenizer",
+    "BatchIncrementalDecoder",
     "ByteLevelBPETokenizer",
     "CLS_TOKEN",
     "ChatTemplateError",
     "ChatTemplateMixin",
     "ChatTemplates",
     "GPT2BPETokenizer",
+    "IncrementalDecoder",
     "MASK_TOKEN",
     "PAD_TOKEN",
     "SEP_TOKEN",

@@ -39,6 +39,7 @@ Known differences from the reference, all deliberate or negligible:
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import tensorflow as tf
@@ -60,7 +61,26 @@ from texkit.data.tokenizers.vocab_file import (
     _read_vocab,
 )
 
-__all__ = ["BERTTokenizer"]
+__all__ = ["BERTTokenizer", "CLEAN_UP_TOKENIZATION", "WORDPIECE_DECODER_CLEANUP"]
+
+# What Hugging Face's WordPiece decoder (``tokenizers``, ``cleanup=True``, BERT's) replaces in
+# each token once the token has its leading space: spaces before punctuation and in contractions.
+WORDPIECE_DECODER_CLEANUP = (
+    (" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
+    (" 'm", "'m"), (" do not", " don't"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"),
+)  # fmt: skip
+# What transformers' ``clean_up_tokenization`` replaces in the whole text, in this order, when a
+# folder says ``clean_up_tokenization_spaces: true``: each removes spaces only.
+CLEAN_UP_TOKENIZATION = (
+    (" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
+    (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"),
+)  # fmt: skip
+
+
+def _replaced(text: str, replacements: tuple[tuple[str, str], ...]) -> str:
+    for old, new in replacements:
+        text = text.replace(old, new)
+    return text
 
 
 class BERTTokenizer(TemplateTokenizer):
@@ -70,8 +90,7 @@ class BERTTokenizer(TemplateTokenizer):
     for how and for the few known differences) and packs them as ``[CLS] A [SEP]`` or
     ``[CLS] A [SEP] B [SEP]``, padded with ``[PAD]`` to a static ``max_seq_length`` (what XLA
     and TPUs need). ``segment_ids`` are 0 up to the first ``[SEP]`` and on the padding, 1 for
-    ``B [SEP]``. :meth:`detokenize` skips ``[PAD]``, ``[CLS]`` and ``[SEP]``
-    (:attr:`special_ids`).
+    ``B [SEP]``. :meth:`detokenize` is Hugging Face's ``BertTokenizer.decode`` (transformers 5).
 
     Args:
         vocab_file: Path of a BERT ``vocab.txt`` (one token per line, the line number from 0 is
@@ -83,6 +102,9 @@ class BERTTokenizer(TemplateTokenizer):
             (at least 3 to encode pairs).
         max_chars_per_word: A word longer than this (in characters, after the text is cleaned
             and split) becomes one ``[UNK]``. 100 as in Hugging Face; Google's original used 200.
+        clean_up_tokenization_spaces: :meth:`detokenize` also removes the spaces before
+            punctuation and in English contractions of the whole text, as transformers does
+            when a folder's ``tokenizer_config.json`` says so (``from_pretrained`` reads it).
         name: Name of the ``tf.Module``.
 
     Example:
@@ -110,11 +132,16 @@ class BERTTokenizer(TemplateTokenizer):
         lowercase: bool = True,
         max_seq_length: int = 128,
         max_chars_per_word: int = 100,
+        clean_up_tokenization_spaces: bool = False,
         name: str = "bert_tokenizer",
     ):
         super().__init__(name=name)
-        if not isinstance(lowercase, bool):
-            raise TypeError(f"BERTTokenizer: lowercase must be a bool, got {lowercase!r}")
+        for arg, value in (
+            ("lowercase", lowercase),
+            ("clean_up_tokenization_spaces", clean_up_tokenization_spaces),
+        ):
+            if not isinstance(value, bool):
+                raise TypeError(f"BERTTokenizer: {arg} must be a bool, got {value!r}")
         for arg, value, least in (
             ("max_seq_length", max_seq_length, 2),
             ("max_chars_per_word", max_chars_per_word, 1),
@@ -125,6 +152,7 @@ class BERTTokenizer(TemplateTokenizer):
             "vocab_file": os.fspath(vocab_file),
             "lowercase": lowercase,
             "max_chars_per_word": max_chars_per_word,
+            "clean_up_tokenization_spaces": clean_up_tokenization_spaces,
         }
         self._set_vocabulary(_read_vocab(self.vocab_file))
         # "[PAD]" is the id of "pad", ... "[MASK]" of "mask".
@@ -148,7 +176,21 @@ class BERTTokenizer(TemplateTokenizer):
         # give the table's words (see texkit/data/tokenizers/fast_path.py).
         self._fast_pattern = _fast_path_pattern(lowercase)
         self._fast = _fast_bert_tokenizer(self._tokens, lowercase, max_chars_per_word)
-        self._vocab_tensor = tf.constant(self._tokens)
+        self._set_decoding()
+
+    def _set_decoding(self) -> None:
+        """The texts :meth:`detokenize` joins (each token's as the first token and as a later
+        one, after Hugging Face's WordPiece decoder) and the ids it skips (every special
+        token, ``[UNK]`` and ``[MASK]`` too, as Hugging Face's ``skip_special_tokens``)."""
+        first, later = [], []
+        for token in self._tokens:
+            first.append(_replaced(token, WORDPIECE_DECODER_CLEANUP))
+            joined = token[2:] if token.startswith("##") else " " + token
+            later.append(_replaced(joined, WORDPIECE_DECODER_CLEANUP))
+        self.piece_texts = (tuple(first), tuple(later))
+        self.decode_skipped_ids = tuple(sorted({self._ids[token] for token in SPECIAL_TOKENS}))
+        self._first_texts = tf.constant(first, tf.string)
+        self._later_texts = tf.constant(later, tf.string)
 
     @classmethod
     def from_pretrained(
@@ -170,8 +212,18 @@ class BERTTokenizer(TemplateTokenizer):
 
     _repr_settings = ("lowercase", "max_seq_length")
 
+    piece_texts: tuple[tuple[str, ...], tuple[str, ...]]
+    """Each id's text in :meth:`detokenize`: as the first token, and as a later one (``##``
+    dropped, or a space before; then Hugging Face's cleanup of the token)."""
+    decode_skipped_ids: tuple[int, ...]
+    """The ids :meth:`detokenize` skips with ``skip_special_tokens``: the five special tokens."""
+
     vocab_file = setting("vocab_file")
     lowercase = setting("lowercase")
+    clean_up_tokenization_spaces = setting(
+        "clean_up_tokenization_spaces",
+        """Whether :meth:`detokenize` removes spaces before punctuation in the whole text.""",
+    )
 
     @property
     def vocab(self) -> tuple[str, ...]:
@@ -186,24 +238,35 @@ class BERTTokenizer(TemplateTokenizer):
     # --- graph ops ---------------------------------------------------------------------------
 
     def detokenize(self, ids: Any, skip_special_tokens: bool = True) -> tf.Tensor:
-        """Wordpiece ids back to text: tokens joined by spaces, ``##`` pieces glued on.
+        """Wordpiece ids back to text, as Hugging Face's ``BertTokenizer.decode``.
 
-        The text is the normalized one (lowercased, without accents for an uncased vocabulary;
-        ``[UNK]`` where a word was unknown).
+        Tokens joined by spaces, ``##`` pieces glued on, no space before ``.``, ``?``, ``!``
+        and ``,`` tokens (the WordPiece decoder's cleanup), and with
+        :attr:`clean_up_tokenization_spaces` transformers' cleanup of the whole text
+        (:data:`CLEAN_UP_TOKENIZATION`). The text is the normalized one (lowercased, without
+        accents for an uncased vocabulary).
 
         Args:
             ids: ``[time]`` or ``[batch, time]`` ids: a list, an array, a tensor or a ragged
                 tensor.
-            skip_special_tokens: Drop ``[PAD]``, ``[CLS]`` and ``[SEP]``.
+            skip_special_tokens: Drop ``[PAD]``, ``[UNK]``, ``[CLS]``, ``[SEP]`` and
+                ``[MASK]`` (:attr:`decode_skipped_ids`), as Hugging Face does.
 
         Returns:
             A string tensor: a scalar for ``[time]`` ids, ``[batch]`` otherwise.
         """
-        ids, single = self._id_rows(ids, skip_special_tokens)
-        tokens = tf.gather(self._vocab_tensor, ids)
-        text = tf.strings.regex_replace(
-            tf.strings.reduce_join(tokens, axis=-1, separator=" "), " ##", ""
+        skipped = self.decode_skipped_ids if skip_special_tokens else None
+        ids, single = self._id_rows(ids, skip_special_tokens, skipped)
+        first = tf.ragged.range(ids.row_lengths()).flat_values == 0
+        parts = tf.where(
+            first,
+            tf.gather(self._first_texts, ids.flat_values),
+            tf.gather(self._later_texts, ids.flat_values),
         )
+        text = tf.strings.reduce_join(ids.with_flat_values(parts), axis=-1)
+        if self.clean_up_tokenization_spaces:
+            for old, new in CLEAN_UP_TOKENIZATION:
+                text = tf.strings.regex_replace(text, re.sub(r"([.?!])", r"\\\1", old), new)
         return text[0] if single else text
 
     def _tokenize_batch(self, texts: tf.Tensor) -> tf.RaggedTensor:

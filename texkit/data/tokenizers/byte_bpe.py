@@ -55,7 +55,12 @@ import tensorflow as tf
 from texkit.data.tokenizers.bpe_files import _find_files, _read_merges, _read_vocab
 from texkit.data.tokenizers.bpe_merges import bpe_pieces, merge_table
 from texkit.data.tokenizers.split_patterns import SPLIT_PATTERNS, _cut_long_pieces, split_pieces
-from texkit.data.tokenizers.templated import TemplateTokenizer, setting, special_id
+from texkit.data.tokenizers.templated import (
+    TemplateTokenizer,
+    setting,
+    special_id,
+    utf8_or_replacement,
+)
 
 __all__ = [
     "ENDOFTEXT_TOKEN",
@@ -312,11 +317,13 @@ class GPT2BPETokenizer(TemplateTokenizer):
     # --- graph ops ---------------------------------------------------------------------------
 
     def detokenize(self, ids: Any, skip_special_tokens: bool = True) -> tf.Tensor:
-        """Ids back to text: the bytes of each token, joined.
+        """Ids back to text: the bytes of each token, joined, as Hugging Face's
+        ``GPT2Tokenizer`` and ``RobertaTokenizer`` ``decode``.
 
         :meth:`tokenize` then ``detokenize`` gives back the text (its UTF-8 bytes) exactly.
-        Ids cut short can end inside a character, and give bytes that are not UTF-8
-        (``tf.strings.unicode_transcode(..., errors="replace")`` repairs them).
+        Ids cut short or drawn at random can give bytes that are not UTF-8: each maximal
+        invalid sequence (the longest start of a character that cannot go on) becomes one
+        U+FFFD, as Python's and Rust's lossy UTF-8 decoding, which the references use.
 
         Args:
             ids: ``[time]`` or ``[batch, time]`` ids: a list, an array, a tensor or a ragged
@@ -328,7 +335,7 @@ class GPT2BPETokenizer(TemplateTokenizer):
             A string tensor: a scalar for ``[time]`` ids, ``[batch]`` otherwise.
         """
         ids, single = self._id_rows(ids, skip_special_tokens)
-        text = tf.strings.reduce_join(tf.gather(self._token_bytes, ids), axis=-1)
+        text = utf8_or_replacement(tf.strings.reduce_join(tf.gather(self._token_bytes, ids), -1))
         return text[0] if single else text
 
     def _tokenize_batch(self, texts: tf.Tensor) -> tf.RaggedTensor:

@@ -56,7 +56,12 @@ from texkit.data.tokenizers.byte_bpe import (
 from texkit.data.tokenizers.chat_templates import ChatTemplateMixin
 from texkit.data.tokenizers.reading import present
 from texkit.data.tokenizers.split_patterns import SPLIT_PATTERNS, _cut_long_pieces, split_pieces
-from texkit.data.tokenizers.templated import TemplateTokenizer, setting, special_id
+from texkit.data.tokenizers.templated import (
+    TemplateTokenizer,
+    setting,
+    special_id,
+    utf8_or_replacement,
+)
 from texkit.data.tokenizers.tokenizer_config import SPECIAL_ROLES, read_tokenizer_config
 from texkit.data.tokenizers.tokenizer_json import AddedToken, TokenizerJson, read_tokenizer_json
 
@@ -260,9 +265,9 @@ class ByteLevelBPETokenizer(ChatTemplateMixin, TemplateTokenizer):
         """Ids back to text: the bytes of each token, joined, as the ``ByteLevel`` decoder gives
         them.
 
-        Ids cut short can end inside a character and give bytes that are not UTF-8, which the
-        ``tokenizers`` library's ``decode`` replaces by U+FFFD
-        (``tf.strings.unicode_transcode(..., errors="replace")`` does the same).
+        Ids cut short or drawn at random can give bytes that are not UTF-8: each maximal
+        invalid sequence (the longest start of a character that cannot go on) becomes one
+        U+FFFD, as the ``tokenizers`` library's ``decode`` (Rust's lossy UTF-8 decoding).
 
         Args:
             ids: ``[time]`` or ``[batch, time]`` ids: a list, an array, a tensor or a ragged
@@ -274,7 +279,7 @@ class ByteLevelBPETokenizer(ChatTemplateMixin, TemplateTokenizer):
             A string tensor: a scalar for ``[time]`` ids, ``[batch]`` otherwise.
         """
         ids, single = self._id_rows(ids, skip_special_tokens)
-        text = tf.strings.reduce_join(tf.gather(self._token_bytes, ids), axis=-1)
+        text = utf8_or_replacement(tf.strings.reduce_join(tf.gather(self._token_bytes, ids), -1))
         return text[0] if single else text
 
     def _tokenize_batch(self, texts: tf.Tensor) -> tf.RaggedTensor:

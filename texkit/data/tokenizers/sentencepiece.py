@@ -29,6 +29,12 @@ The references:
   SentencePiece and its split of the pieces that end with a digit and a comma, in
   :mod:`texkit.data.tokenizers.albert_text`.
 
+:meth:`SentencePieceTokenizer.detokenize` is the ``sentencepiece`` package's ``decode`` in
+every style, in TensorFlow ops of texkit's own
+(:mod:`~texkit.data.tokenizers.sentencepiece_decode`): ``tensorflow_text``'s ``detokenize``
+drops every space at the start of a text, which the package does only for a model that removes
+extra whitespace (ALBERT's, T5's), not for one that only adds a dummy prefix.
+
 Known differences from the references, all rare or deliberate:
 
 * ``tensorflow_text`` 2.21 builds in its own SentencePiece library, which breaks ties between
@@ -211,6 +217,7 @@ class SentencePieceTokenizer(ChatTemplateMixin, TemplateTokenizer):
             template = self._set_llama(pieces, specs, special_tokens or {}, added_tokens or {})
         else:
             template = self._set_albert_t5(pieces, style)
+            self._decoder = PieceDecoder(pieces, specs, [], set(self._special_ids))
         # ALBERT: B [SEP] is segment 1; Llama: <s> B </s> is segment 1; T5 has no segments.
         self._set_template(template, int(style != "t5"), max_seq_length, f"style={style!r}")
 
@@ -218,7 +225,6 @@ class SentencePieceTokenizer(ChatTemplateMixin, TemplateTokenizer):
             model=model, out_type=tf.int32, add_bos=False, add_eos=False, reverse=False
         )
         self._unknown_run = self._unknown_run_pattern(pieces, specs)
-        self._piece_texts = tf.constant([token or "" for token in self._tokens])
         # ALBERT's split of the pieces that end with a digit and a comma: each id's ids.
         self._expansion = None
         if style == "albert":
@@ -249,7 +255,6 @@ class SentencePieceTokenizer(ChatTemplateMixin, TemplateTokenizer):
         self._special["pad_token"] = self._special["pad"]
         controls = {i for i, (_, _, kind) in enumerate(pieces) if kind == _CONTROL}
         self._special_ids = tuple(sorted({*controls, self.pad_id}))
-        self._decoder = None
         return template
 
     def _set_llama(
@@ -365,37 +370,30 @@ class SentencePieceTokenizer(ChatTemplateMixin, TemplateTokenizer):
     # --- graph ops ---------------------------------------------------------------------------
 
     def detokenize(self, ids: Any, skip_special_tokens: bool = True) -> tf.Tensor:
-        """Ids back to text.
+        """Ids back to text, as the ``sentencepiece`` library's ``decode``.
 
-        With ``skip_special_tokens``, the ``sentencepiece`` library's ``decode`` (through
-        ``tensorflow_text``): the pieces joined, ``▁`` as spaces, the text's first space
-        dropped, ``<unk>`` as `` ⁇ ``, the control symbols and the padding as nothing. The text
-        is the one SentencePiece saw: for ``"albert"``, lowercased and without accents. For
-        ``"llama"``, the ``sentencepiece`` 0.2 package's ``decode`` in TensorFlow ops
-        (:mod:`~texkit.data.tokenizers.sentencepiece_decode`: byte pieces reassembled into
-        UTF-8, only the dummy prefix's space dropped), the special added tokens skipped too.
+        With ``skip_special_tokens``: the pieces joined, ``▁`` as spaces, ``<unk>`` as the
+        model's ``unk_surface`` (`` ⁇ ``), the control pieces, the padding and (``"llama"``)
+        the special added tokens as nothing, byte pieces reassembled into UTF-8 (one U+FFFD per
+        byte of a run that is not UTF-8), and the space of the dummy prefix dropped: only the
+        first piece's (all the leading ones for a model that removes extra whitespace), in
+        TensorFlow ops (:mod:`~texkit.data.tokenizers.sentencepiece_decode`, which says why
+        not ``tensorflow_text``'s ``detokenize``). The text is the one SentencePiece saw: for
+        ``"albert"``, lowercased and without accents.
 
         Args:
             ids: ``[time]`` or ``[batch, time]`` ids: a list, an array, a tensor or a ragged
                 tensor.
-            skip_special_tokens: Drop the ids of :attr:`special_ids` (as ``decode`` does);
-                otherwise every id gives its piece's text (``[CLS]``, ``</s>``, ``<pad>``,
-                ``<unk>`` too), ``▁`` as spaces, less the first space of the text.
+            skip_special_tokens: Drop the ids of :attr:`special_ids` (as ``decode`` does: they
+                still end a run of byte pieces); otherwise every id gives its piece's text
+                (``[CLS]``, ``</s>``, ``<pad>``, ``<unk>`` too), ``▁`` as spaces, less the
+                text's first space when the model adds a dummy prefix.
 
         Returns:
             A string tensor: a scalar for ``[time]`` ids, ``[batch]`` otherwise.
         """
-        if self._decoder is not None:  # "llama": skipped ids still part byte runs
-            ids, single = self._id_rows(ids, skip_special_tokens=False)
-            text = self._decoder.decode(ids, skip_special_tokens)
-            return text[0] if single else text
-        ids, single = self._id_rows(ids, skip_special_tokens)
-        if skip_special_tokens:
-            text = self._sentencepiece.detokenize(ids)
-        else:
-            text = tf.strings.reduce_join(tf.gather(self._piece_texts, ids), axis=-1)
-            text = tf.strings.regex_replace(text, "^" + _SPACE_SYMBOL, "")
-            text = tf.strings.regex_replace(text, _SPACE_SYMBOL, " ")
+        ids, single = self._id_rows(ids, skip_special_tokens=False)
+        text = self._decoder.decode(ids, skip_special_tokens)
         return text[0] if single else text
 
     # --- the work ----------------------------------------------------------------------------

@@ -1,12 +1,16 @@
-"""The ``sentencepiece`` library's ``decode`` of a byte-fallback model, in TensorFlow ops.
+"""The ``sentencepiece`` library's ``decode``, in TensorFlow ops.
 
 ``tensorflow_text.SentencepieceTokenizer.detokenize`` runs the SentencePiece library that
 ``tensorflow_text`` builds in, an older one than the ``sentencepiece`` 0.2 package: with a
 dummy prefix it drops every space at the start of a text (``"  leading"`` comes back as
-``"leading"``), where the package drops only the dummy prefix's (as Hugging Face's Llama
-decoder does): 485 of the 10,202 test texts for the Llama-2-like test model. :class:`PieceDecoder`
-decodes as the package does (all 10,202, for the three test models), from tables of the
-model's pieces:
+``"leading"``). The package drops all of them only for a model that removes extra whitespace
+(``remove_extra_whitespaces``: ALBERT's and T5's models, where the two agree), and otherwise
+only the dummy prefix's (as Hugging Face's Llama decoder does): 485 of the 10,202 test texts
+for the Llama-2-like test model, and most random id sequences that start with a ``▁`` piece
+for T5's test model without ``remove_extra_whitespaces``. :class:`PieceDecoder` decodes as the
+package does, for every style of
+:class:`~texkit.data.tokenizers.SentencePieceTokenizer`, from tables of the model's pieces
+(:class:`PieceTables`, which :mod:`~texkit.data.tokenizers.incremental` reads too):
 
 * a normal, user-defined or unused piece gives its text with ``▁`` as a space; the first piece
   of a text loses one leading ``▁`` when the model adds a dummy prefix or removes extra
@@ -19,21 +23,47 @@ model's pieces:
 * ``<unk>`` gives the model's ``unk_surface`` (by default ``⁇`` between two spaces); control
   pieces nothing.
 
-Not reproduced: a ``denormalizer_spec`` and ``treat_whitespace_as_suffix``, which no
-byte-fallback model of the Llama line sets.
+Not reproduced: a ``denormalizer_spec`` and ``treat_whitespace_as_suffix``, which neither
+ALBERT's, T5's nor the byte-fallback models of the Llama line set.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, NamedTuple
 
 import tensorflow as tf
 
-__all__ = ["PieceDecoder"]
+__all__ = ["PieceDecoder", "PieceTables"]
 
 _SPACE = "\u2581"
 # SentencePiece's piece types (sentencepiece_model.proto).
 _UNKNOWN, _CONTROL, _BYTE = 2, 3, 6
+
+
+class PieceTables(NamedTuple):
+    """What each id gives when decoded (lists indexed by id) and the model's rule for the
+    first space.
+
+    Attributes:
+        surface: the bytes of the id with ``skip_special_tokens`` (``b""`` for a skipped id).
+        stripped: the same for the first piece that gives text (less its leading space).
+        literal: the bytes without ``skip_special_tokens`` (every piece's own text).
+        is_byte: whether the id is a byte piece (runs of them are decoded as UTF-8 together).
+        blank: whether the id gives nothing at the start of a text (skipped ids; with
+            ``remove_extra_whitespaces``, the ``▁`` piece too), so that the next one is first.
+        dummy_prefix: whether the model adds a dummy prefix (the text's first space is
+            dropped without ``skip_special_tokens``).
+        strip: whether the first piece that gives text loses its leading space.
+    """
+
+    surface: list[bytes]
+    stripped: list[bytes]
+    literal: list[bytes]
+    is_byte: list[bool]
+    blank: list[bool]
+    dummy_prefix: bool
+    strip: bool
 
 
 def _byte_of(piece: str) -> bytes:
@@ -43,7 +73,7 @@ def _byte_of(piece: str) -> bytes:
 
 class PieceDecoder:
     """Ids of a SentencePiece model back to text, as the ``sentencepiece`` package's ``decode``
-    (see the module).
+    (see the module); :attr:`tables` holds what it decodes with.
 
     Args:
         pieces: the model's (text, score, type) pieces.
@@ -92,14 +122,36 @@ class PieceDecoder:
                 blank[token_id] = blank[token_id] or text == _SPACE
         self._dummy_prefix = bool(specs["add_dummy_prefix"])
         self._strip = self._dummy_prefix or bool(specs["remove_extra_whitespaces"])
+        self.tables = PieceTables(
+            surface, stripped, literal, is_byte, blank, self._dummy_prefix, self._strip
+        )
         with tf.init_scope():
             self._surface = tf.constant(surface, tf.string)
             self._stripped = tf.constant(stripped, tf.string)
             self._literal = tf.constant(literal, tf.string)
             self._is_byte = tf.constant(is_byte, tf.bool)
             self._blank = tf.constant(blank, tf.bool)
+        # One graph per flag: in eager mode the ops one by one cost some 50 ms a call.
+        spec = tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1, row_splits_dtype=tf.int64)
+        self._compiled = {
+            skip: tf.function(
+                functools.partial(self._decode, skip_special_tokens=skip),
+                input_signature=[spec],
+                autograph=False,
+            )
+            for skip in (False, True)
+        }
 
     def decode(self, ids: tf.RaggedTensor, skip_special_tokens: bool) -> tf.Tensor:
+        """``[batch, (time)]`` int32 ids to ``[batch]`` texts (:meth:`_decode`, compiled).
+
+        Args:
+            ids: the ids.
+            skip_special_tokens: as :meth:`_decode`'s.
+        """
+        return self._compiled[bool(skip_special_tokens)](ids.with_row_splits_dtype(tf.int64))
+
+    def _decode(self, ids: tf.RaggedTensor, skip_special_tokens: bool) -> tf.Tensor:
         """``[batch, (time)]`` int32 ids to ``[batch]`` texts.
 
         Args:

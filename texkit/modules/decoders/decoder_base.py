@@ -382,32 +382,19 @@ class DecoderBase(ModuleBase):
         return row.run(self, self._checked(row, request, max_decoding_length))
 
     def prepare_inference(
-        self,
-        *,
-        start_tokens: Any = None,
-        context: Any = None,
-        context_sequence_length: Any = None,
-        max_decoding_length: int | None = None,
-        memory: Any = None,
-        memory_sequence_length: Any = None,
-        beam_width: int | None = None,
-    ) -> Inference:
-        """The decoder's :class:`Inference` (its step function and initial state) for a decoding
-        loop written elsewhere, as the generation of :mod:`texkit.tasks` runs one.
-
-        The arguments are checked as the call checks them. A prompt ends at its
-        ``context_sequence_length`` only (end tokens inside prompts are text: a chat prompt holds
-        them); the caller's loop decides where generated sequences end. The step forces each
-        row's prompt until its length. With ``beam_width``, the state is one row per example and
-        the step, once the state is tiled to ``beam_width`` rows per example, reads its caches
-        through the ancestry table (reorder with ``reorder_state``).
-        """
-        strategy = "infer_greedy" if beam_width is None else "beam_search"
+        self, *, start_tokens: Any = None, context: Any = None,
+        context_sequence_length: Any = None, max_decoding_length: int | None = None,
+        memory: Any = None, memory_sequence_length: Any = None, beam_width: int | None = None,
+    ) -> Inference:  # fmt: skip
+        """The checked :class:`Inference` (step and initial state) for a loop written elsewhere
+        (:mod:`texkit.tasks`): prompts end at their lengths only (end tokens in a prompt are
+        text), each forced until then; with ``beam_width``, for a state tiled to that many rows
+        per example and reordered with ``reorder_state``."""
         request = DecodeRequest(
-            strategy, memory=memory, memory_sequence_length=memory_sequence_length,
-            start_tokens=start_tokens, context=context,
-            context_sequence_length=context_sequence_length, beam_width=beam_width,
-            training=False,
+            "infer_greedy" if beam_width is None else "beam_search", memory=memory,
+            memory_sequence_length=memory_sequence_length, start_tokens=start_tokens,
+            context=context, context_sequence_length=context_sequence_length,
+            beam_width=beam_width, training=False,
         )  # fmt: skip
         request = self._checked(_BEAM_SEARCH, request, max_decoding_length)
         return self._start_inference(request)

@@ -346,6 +346,7 @@ class LlamaDecoder(DecoderBase):
     def _check_positions(self, length: Any) -> None:
         """Rotary positions have no table: any length runs (quality past the trained context
         is the model's affair)."""
+        return None
 
     def _embed(self, words: Any, positions: Any, training: Any) -> Any:
         x = tf.cast(words, self.compute_dtype)

@@ -12,6 +12,7 @@ from keras import ops
 from texkit.configurable import ModuleBase
 from texkit.core.attention import attention_mask, dense_2d
 from texkit.core.dropout import dropout
+from texkit.core.quantized_table import is_quantized_table, table_logits
 from texkit.modules.decoders.beam_decoding import gather_rows
 from texkit.modules.decoders.decode_request import DecodeRequest
 from texkit.modules.decoders.decoder_base import DecoderBase, Inference
@@ -100,6 +101,8 @@ class T5Decoder(DecoderBase):
         x = self.stack.finish(x, None)
         if self.tied:
             x = x * ops.cast(self.t5.d_model**-0.5, x.dtype)
+            if is_quantized_table(self.embedder):
+                return tf.cast(table_logits(x, self.embedder), tf.float32)
             table = ops.cast(self.embedder.embedding, x.dtype)
             return tf.cast(tf.linalg.matmul(x, table, transpose_b=True), tf.float32)
         return tf.cast(dense_2d(self.lm_head, x), tf.float32)

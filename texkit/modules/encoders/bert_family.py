@@ -24,6 +24,7 @@ from keras import ops
 from texkit import registry
 from texkit.configurable import ModuleBase
 from texkit.core.dropout import dropout
+from texkit.core.quantized_table import full_table, is_quantized_table
 from texkit.core.transformer import (
     TransformerBlock,
     check_stack_hparams,
@@ -259,6 +260,8 @@ class BERTFamilyEncoder(ModuleBase):
     @property
     def embedding_table(self) -> Any:
         """The word embedding matrix ``[vocab_size, embedding size]`` (output heads tie to it)."""
+        if is_quantized_table(self.word_embedder):
+            return full_table(self.word_embedder, "float32")
         return self.word_embedder.embedding
 
     @property
