@@ -24,15 +24,18 @@ def tuned(tmp_path_factory):
     before = lm(IDS).numpy()
     lm.enable_lora(4, targets=("query", "value", "ffn_inner"))
     np.testing.assert_array_equal(lm(IDS).numpy(), before)  # B starts at zero
+    features = lm.preprocess(tf.constant(PAIRS[0]), tf.constant(PAIRS[1]))
+    loss_before = float(lm.compute_loss(features, None, lm(features)))
     lm.compile(optimizer=tf.keras.optimizers.Adam(0.03))
-    lm.fit(tf.data.Dataset.from_tensor_slices(PAIRS).batch(4), epochs=4, verbose=0)
+    lm.fit(tf.data.Dataset.from_tensor_slices(PAIRS).batch(4), epochs=6, verbose=0)
+    loss_after = float(lm.compute_loss(features, None, lm(features)))
+    assert loss_after < loss_before / 3, (loss_before, loss_after)
     return lm, before
 
 
 def test_lora_fine_tuning_changes_the_outputs_through_the_adapters_only(tuned):
     lm, before = tuned
     assert not np.allclose(lm(IDS).numpy(), before)
-    assert lm.generate("Q: who made the earth? A:", max_new_tokens=3) == " God"
     fresh = _lm()
     frozen = [w for w in lm.decoder.weights if "lora" not in w.path]
     assert len(frozen) == len(fresh.decoder.weights)

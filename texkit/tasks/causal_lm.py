@@ -82,10 +82,23 @@ class CausalLM(LanguageModelTraining, GeneratingTask):
         )  # fmt: skip
         return run, lengths
 
-    def _prompt_ids(self, texts: list[str], truncate: bool = False) -> list[list[int]]:
+    def _step_inference(self, context: Any, lengths: Any, max_length: int, memory: Any) -> Any:
+        # Start tokens instead of prompts: no prompt pass; the step reads the prompts (to force
+        # them) from the state it is given.
+        return self.decoder.prepare_inference(
+            start_tokens=tf.zeros(tf.shape(lengths), tf.int32), max_decoding_length=max_length
+        )
+
+    def _prompt_ids_graph(self, texts: Any) -> tf.RaggedTensor:
+        """``[batch, (tokens)]`` int32: each prompt's ids, the tokenizer's prefix first."""
         prefix, _ = self.tokenizer.single_text_template
-        rows = self.tokenizer.tokenize(tf.constant(texts)).to_list()
-        prompts = [list(prefix) + list(row) for row in rows]
+        ids = tf.cast(self.tokenizer.tokenize(tf.reshape(texts, [-1])), tf.int32)
+        head = tf.constant(list(prefix), tf.int32, shape=[1, len(prefix)])
+        head = tf.RaggedTensor.from_tensor(tf.tile(head, tf.stack([ids.nrows(), 1])))
+        return tf.concat([tf.cast(head, tf.int32), ids], axis=1)
+
+    def _prompt_ids(self, texts: list[str], truncate: bool = False) -> list[list[int]]:
+        prompts = self._prompt_ids_graph(tf.constant(texts)).to_list()
         for index, prompt in enumerate(prompts):
             if not prompt:
                 raise ValueError(

@@ -6,6 +6,7 @@ is :mod:`texkit.tasks.generation`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -176,6 +177,17 @@ class GeneratingTask(Task):
                 )
             ids = [prompt[-room:] for prompt in ids]
         return ids
+
+    def export_serving(
+        self, path: str | os.PathLike, max_prompt_tokens: int = 128, batch_size: int = 8,
+        **settings: Any,
+    ) -> str:  # fmt: skip
+        """Writes a SavedModel that serves text in, text out: ``serve(texts)`` tokenizes,
+        generates and detokenizes in the graph (:func:`texkit.tasks.serving.export_generation`;
+        ``settings``: :meth:`generate`'s)."""
+        from texkit.tasks.serving import export_generation
+
+        return export_generation(self, path, max_prompt_tokens, batch_size, **settings)
 
     def _vocab_size(self) -> int | None:
         return self.decoder._logits_size()

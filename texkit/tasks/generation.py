@@ -13,11 +13,13 @@ the functions traced.
 
 **Streaming** (``stream=True``, greedy and sampling) cannot run the whole loop as one compiled
 function, which returns only at its end. It runs the same loop body as two compiled functions:
-``start`` (the prompt's pass, which fills the key/value caches) and ``advance`` (one step),
-the loop's whole state (every block's cache, each row's step, token and count) passed out of
-one call and into the next as tensors. A step then costs the whole-loop step plus the call's
-dispatch and the copy of the caches between calls (TensorFlow does not let a compiled function
-write its inputs in place); ``benchmarks/generation_streaming.py`` measures it. Texts are
+``start`` (the prompt's pass, which fills the key/value caches) and ``advance``
+(:data:`STREAM_STEPS` steps, unrolled), the loop's whole state (every block's cache, each row's
+step, token and count) passed out of one call and into the next as tensors. Each call costs
+a dispatch and a copy of the caches (TensorFlow does not let a compiled function write its
+inputs in place), which the steps of a call share; the text of each token is still yielded on
+its own. ``benchmarks/generation_streaming.py`` measures the cost per token against the whole
+loop. Texts are
 yielded through :class:`~texkit.data.tokenizers.incremental.IncrementalDecoder`, whole UTF-8
 characters only, so the concatenation of the pieces is the text ``generate`` returns.
 """
@@ -35,9 +37,12 @@ from texkit.tasks.generation_loops import beam_loop, early_stopping_flags, token
 from texkit.tasks.generation_settings import GenerationSettings
 from texkit.tasks.text_output import cut_at_stop_strings, new_text, stop_prefix_length
 
-__all__ = ["WIDTH_BUCKET", "Generator", "bucket"]
+__all__ = ["STREAM_STEPS", "WIDTH_BUCKET", "Generator", "beam_inputs", "bucket", "generation_loop"]
 
 WIDTH_BUCKET = 16
+# Steps of a streamed loop per compiled call: each call costs a dispatch and a copy of the
+# caches, which a few steps share (benchmarks/generation_streaming.py).
+STREAM_STEPS = 4
 
 
 def bucket(size: int, step: int) -> int:
@@ -57,7 +62,9 @@ class Generator:
             each prompt, as lists) and ``_inference(context, lengths, beam_width)`` (the
             decoder's :class:`~texkit.modules.decoders.decoder_base.Inference` and the rows'
             prompt lengths, inside a compiled function; an encoder-decoder's ``memory``, from
-            ``_memory(context, lengths)``, may be given: ``None`` computes it).
+            ``_memory(context, lengths)``, may be given: ``None`` computes it), and
+            ``_step_inference(context, lengths, max_length, memory)`` (an Inference whose step
+            serves a state made by ``_inference``, without the prompt's pass).
     """
 
     def __init__(self, task: Any):
@@ -95,26 +102,16 @@ class Generator:
     def _loop(self, settings: GenerationSettings, context: Any, lengths: Any, seed: Any,
               beam_options: tuple, max_length: int) -> tuple[Any, Any]:  # fmt: skip
         self.traces += 1
-        s = settings
-        ends = list(s.end_token_ids) or None
-        beam = s.beam_width if s.strategy == "beam" else None
-        run, prompt_lengths = self.task._inference(context, lengths, max_length, beam)
-        if beam is not None:
-            penalty, *stopping = beam_options
-            return beam_loop(
-                run, ends, prompt_lengths, s.max_new_tokens, max_length, self.task.pad_id, beam,
-                penalty, tuple(stopping),
-            )  # fmt: skip
-        if s.strategy == "greedy":
-            choose = _argmax
-        else:
-            choose = sample_choice(s.temperature, s.top_k, s.top_p, seed)
-        return token_loop(run, choose, ends, prompt_lengths, s.max_new_tokens, max_length,
-                          self.task.pad_id)  # fmt: skip
+        return generation_loop(self.task, settings, context, lengths, seed, beam_options,
+                               max_length)  # fmt: skip
 
     def _function(self, key: tuple, build: Any) -> Any:
         if key not in self._compiled:
-            self._compiled[key] = tf.function(build, jit_compile=self.task.generation_xla)
+            # No AutoGraph: the loops are written with tf.while_loop (and it would warn about
+            # the closures of these inner functions).
+            self._compiled[key] = tf.function(
+                build, jit_compile=self.task.generation_xla, autograph=False
+            )
         return self._compiled[key]
 
     def _seed(self, settings: GenerationSettings) -> tf.Tensor:
@@ -134,12 +131,8 @@ class Generator:
         def build(context: Any, lengths: Any, seed: Any, beam_options: tuple) -> tuple:
             return self._loop(settings, context, lengths, seed, beam_options, max_length)
 
-        beam_options = (
-            tf.constant(float(settings.length_penalty)),
-            *map(tf.constant, early_stopping_flags(settings.early_stopping)),
-        )
         ids, counts = self._function(key, build)(
-            context, lengths, self._seed(settings), beam_options
+            context, lengths, self._seed(settings), beam_inputs(settings)
         )
         ids, counts = ids.numpy(), counts.numpy()
         offsets = self.task.first_new_step(lengths)
@@ -182,21 +175,25 @@ class Generator:
 
         def advance(context: Any, lengths: Any, carry: dict, seed: Any) -> tuple:
             self.traces += 1
-            # The step function of the same decoding; its own initial state is not used (its
-            # prompt pass is dead code, which the compiler drops).
-            memory = carry.get("memory")
-            run, _ = self.task._inference(context, lengths, max_length, None, memory)
-            time, done, counts = carry["time"], carry["done"], carry["counts"]
-            logits, state = run.step(carry["fed"], time, carry["state"])
-            chosen = tf.cast(choose_fn(seed)(tf.cast(logits, tf.float32), time), tf.int32)
-            chosen = tf.where(done, pad, chosen)
-            new = (time + 1 >= carry["lengths"]) & ~done
-            counts += tf.cast(new, tf.int32)
-            ended = tf.reduce_any(chosen[:, None] == ends[None, :], axis=1)
-            done |= new & (ended | (counts >= s.max_new_tokens))
-            carry = {**carry, "time": time + 1, "fed": chosen, "done": done, "counts": counts,
-                     "state": state}  # fmt: skip
-            return carry, chosen, new
+            # The step function of the same decoding, without its prompt's pass: the state
+            # (caches, prompts) comes in the carry.
+            run = self.task._step_inference(context, lengths, max_length, carry.get("memory"))
+            all_chosen, all_new = [], []
+            for _ in range(STREAM_STEPS):  # unrolled: a few steps per call
+                time, done, counts = carry["time"], carry["done"], carry["counts"]
+                logits, state = run.step(carry["fed"], tf.minimum(time, max_length - 1),
+                                         carry["state"])  # fmt: skip
+                chosen = tf.cast(choose_fn(seed)(tf.cast(logits, tf.float32), time), tf.int32)
+                chosen = tf.where(done, pad, chosen)
+                new = (time + 1 >= carry["lengths"]) & ~done
+                counts += tf.cast(new, tf.int32)
+                ended = tf.reduce_any(chosen[:, None] == ends[None, :], axis=1)
+                done |= new & (ended | (counts >= s.max_new_tokens) | (time + 1 >= max_length))
+                carry = {**carry, "time": time + 1, "fed": chosen, "done": done,
+                         "counts": counts, "state": state}  # fmt: skip
+                all_chosen.append(chosen)
+                all_new.append(new)
+            return carry, tf.stack(all_chosen, axis=1), tf.stack(all_new, axis=1)
 
         key = ("stream", s.compiled_key(), shape, max_length)
         return self._function(key + ("start",), start), self._function(key + ("advance",), advance)
@@ -219,17 +216,51 @@ class Generator:
         carry = start(context, lengths, seed)
         rows = range(len(prompts))
         streams = [_RowStream(IncrementalDecoder(self.task.tokenizer), settings) for _ in rows]
-        for _ in range(max_length - int(carry["time"])):
+        for _ in range(-(-(max_length - int(carry["time"])) // STREAM_STEPS)):
             carry, chosen, new = advance(context, lengths, carry, seed)
             chosen, new = chosen.numpy(), new.numpy()
-            pieces = [streams[i].push(int(chosen[i])) if new[i] else "" for i in rows]
-            if any(pieces):
-                yield pieces[0] if single else pieces
+            for step in range(STREAM_STEPS):
+                pieces = [
+                    streams[i].push(int(chosen[i, step])) if new[i, step] else "" for i in rows
+                ]
+                if any(pieces):
+                    yield pieces[0] if single else pieces
             if carry["done"].numpy()[: len(prompts)].all():
                 break
         pieces = [stream.finish() for stream in streams]
         if any(pieces):
             yield pieces[0] if single else pieces
+
+
+def beam_inputs(settings: GenerationSettings) -> tuple:
+    """The beam search's settings that are inputs of its compiled function (not constants):
+    the length penalty and the early-stopping flags."""
+    flags = early_stopping_flags(settings.early_stopping)
+    return (tf.constant(float(settings.length_penalty)), *map(tf.constant, flags))
+
+
+def generation_loop(
+    task: Any, settings: GenerationSettings, context: Any, lengths: Any, seed: Any,
+    beam_options: tuple, max_length: int,
+) -> tuple[Any, Any]:  # fmt: skip
+    """The loop ``settings`` ask for over the task's decoder (inside a compiled function):
+    ``(ids [batch, max_length], counts [batch])`` of :mod:`~texkit.tasks.generation_loops`."""
+    s = settings
+    ends = list(s.end_token_ids) or None
+    beam = s.beam_width if s.strategy == "beam" else None
+    run, prompt_lengths = task._inference(context, lengths, max_length, beam)
+    if beam is not None:
+        penalty, *stopping = beam_options
+        return beam_loop(
+            run, ends, prompt_lengths, s.max_new_tokens, max_length, task.pad_id, beam,
+            penalty, tuple(stopping),
+        )  # fmt: skip
+    if s.strategy == "greedy":
+        choose = _argmax
+    else:
+        choose = sample_choice(s.temperature, s.top_k, s.top_p, seed)
+    return token_loop(run, choose, ends, prompt_lengths, s.max_new_tokens, max_length,
+                      task.pad_id)  # fmt: skip
 
 
 def _argmax(logits: Any, time: Any = None) -> Any:

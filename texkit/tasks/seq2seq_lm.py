@@ -89,10 +89,23 @@ class Seq2SeqLM(GeneratingTask):
         )  # fmt: skip
         return run, tf.ones([batch], tf.int32)
 
-    def _prompt_ids(self, texts: list[str]) -> list[list[int]]:
+    def _step_inference(self, context: Any, lengths: Any, max_length: int, memory: Any) -> Any:
+        return self._inference(context, lengths, max_length, None, memory)[0]
+
+    def _prompt_ids_graph(self, texts: Any) -> tf.RaggedTensor:
+        """``[batch, (tokens)]`` int32: each input's ids between the tokenizer's prefix and
+        suffix (T5's end token)."""
         prefix, suffix = self.tokenizer.single_text_template
-        rows = self.tokenizer.tokenize(tf.constant(texts)).to_list()
-        return [list(prefix) + list(row) + list(suffix) for row in rows]
+        ids = tf.cast(self.tokenizer.tokenize(tf.reshape(texts, [-1])), tf.int32)
+        rows = tf.stack([ids.nrows(), 1])
+        parts = [
+            tf.RaggedTensor.from_tensor(tf.tile(tf.constant(list(p), tf.int32, [1, len(p)]), rows))
+            for p in (prefix, suffix)
+        ]
+        return tf.concat([parts[0], ids, parts[1]], axis=1)
+
+    def _prompt_ids(self, texts: list[str]) -> list[list[int]]:
+        return self._prompt_ids_graph(tf.constant(texts)).to_list()
 
     def _vocab_size(self) -> int:
         return self.model.hparams.vocab_size
