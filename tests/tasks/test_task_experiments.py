@@ -44,6 +44,12 @@ def test_texkit_train_fine_tunes_a_causal_lm_with_lora_on_prompt_completion_pair
                              tf.constant([r["completion"] for r in records]))  # fmt: skip
     before = lm.compute_loss(features, None, lm(features)).numpy()
     assert result["step"] == 40 and result["eval"]["loss"] < before / 2, (result, before)
+    # texkit export: the run's SavedModel serves text in, text out.
+    written = str(tmp_path / "run" / "hparams.yaml")
+    assert main(["export", written, "--output", str(tmp_path / "served")]) == 0
+    served = tf.saved_model.load(str(tmp_path / "served"))
+    texts = served.serve(tf.constant([records[0]["prompt"]]))["text"].numpy()
+    assert texts.shape == (1,) and isinstance(texts[0], bytes)
 
 
 def test_text_files_with_bad_records_are_refused_naming_the_line(tmp_path):

@@ -148,7 +148,9 @@ def export_model(
 ) -> str:
     """Writes a SavedModel serving ``model``, trained on ``data``; returns ``path``.
 
-    Its ``serve`` endpoint (also the ``serving_default`` signature) takes raw inputs, as
+    A generating task of :mod:`texkit.tasks` serves text in, text out (its
+    ``generation_server``: prompts in, generated texts out, generation in the graph). Otherwise
+    its ``serve`` endpoint (also the ``serving_default`` signature) takes raw inputs, as
     ``preprocessor.serving_input_signature`` describes, when there is a preprocessor (given
     here, or the data's ``preprocessor``), and the model's own inputs otherwise: a functional
     model's, else the features of the data's batches (their batch size left open).
@@ -158,6 +160,11 @@ def export_model(
         ValueError: the preprocessor has no ``serving_input_signature``.
     """
     check_export_path(path, overwrite)  # before any tracing: a refusal costs nothing
+    if callable(getattr(model, "generation_server", None)):
+        # A generating task (texkit.tasks): text in, text out, generation in the graph.
+        server = model.generation_server()
+        spec = tf.TensorSpec([None], tf.string, name="texts")
+        return export_saved_model(path, server._serve, spec, [model.tokenizer], overwrite)
     preprocessor = preprocessor or getattr(data, "preprocessor", None)
     if preprocessor is not None:
         signature = getattr(preprocessor, "serving_input_signature", None)

@@ -179,7 +179,7 @@ class GeneratingTask(Task):
         return ids
 
     def export_serving(
-        self, path: str | os.PathLike, max_prompt_tokens: int = 128, batch_size: int = 8,
+        self, path: str | os.PathLike, max_prompt_tokens: int | None = None, batch_size: int = 8,
         **settings: Any,
     ) -> str:  # fmt: skip
         """Writes a SavedModel that serves text in, text out: ``serve(texts)`` tokenizes,
@@ -188,6 +188,16 @@ class GeneratingTask(Task):
         from texkit.tasks.serving import export_generation
 
         return export_generation(self, path, max_prompt_tokens, batch_size, **settings)
+
+    def generation_server(
+        self, max_prompt_tokens: int | None = None, batch_size: int = 8, **settings: Any
+    ) -> Any:
+        """The ``tf.Module`` whose ``serve(texts)`` generates in the graph
+        (:func:`texkit.tasks.serving.generation_server`), as ``texkit export`` writes it."""
+        from texkit.tasks.serving import generation_server
+
+        checked = settings_from(self.hparams.generation.todict(), settings, self._vocab_size())
+        return generation_server(self, max_prompt_tokens, checked, batch_size)
 
     def _vocab_size(self) -> int | None:
         return self.decoder._logits_size()

@@ -82,20 +82,23 @@ class _Server(tf.Module):
 
 
 def generation_server(
-    task: Any, max_prompt_tokens: int = 128, settings: GenerationSettings | None = None,
+    task: Any, max_prompt_tokens: int | None = None, settings: GenerationSettings | None = None,
     batch_size: int = 8,
 ) -> tf.Module:  # fmt: skip
     """A ``tf.Module`` whose ``serve(texts)`` generates in the graph (see the module) for up to
     ``batch_size`` prompts a call; ``settings``: the task's ``generation`` defaults when
-    ``None``."""
+    ``None``; ``max_prompt_tokens``: 128, or fewer when the model's positions leave fewer."""
     from texkit.tasks.generation_settings import settings_from
 
     if settings is None:
         settings = settings_from(task.hparams.generation.todict(), {}, task._vocab_size())
+    limit = task.max_length
+    if max_prompt_tokens is None:  # 128, or what the model's positions leave
+        room = 128 if limit is None else limit - settings.max_new_tokens
+        max_prompt_tokens = min(128, room)
     for name, value in (("max_prompt_tokens", max_prompt_tokens), ("batch_size", batch_size)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
-    limit = task.max_length
     if limit is not None and max_prompt_tokens + settings.max_new_tokens > limit:
         raise ValueError(
             f"max_prompt_tokens={max_prompt_tokens} and max_new_tokens="
@@ -106,7 +109,7 @@ def generation_server(
 
 
 def export_generation(
-    task: Any, path: str | os.PathLike, max_prompt_tokens: int = 128, batch_size: int = 8,
+    task: Any, path: str | os.PathLike, max_prompt_tokens: int | None = None, batch_size: int = 8,
     **settings: Any,
 ) -> str:  # fmt: skip
     """Writes the task's :func:`generation_server` as a SavedModel at ``path`` (a new or empty
