@@ -13,7 +13,20 @@ from texkit._quiet import quiet_tensorflow  # noqa: E402
 
 quiet_tensorflow()  # TF_CPP_MIN_LOG_LEVEL=2 unless set, also for the lines TF logs while loading
 
-from texkit import core, data, evals, losses, modules, pretrained, registry, run, tasks, utils  # noqa: E402
+from texkit import (  # noqa: E402
+    core,
+    data,
+    evals,
+    learning,
+    losses,
+    modules,
+    pretrained,
+    registry,
+    rewards,
+    run,
+    tasks,
+    utils,
+)
 from texkit.hparams import HParams, HParamsError, apply_overrides  # noqa: E402
 
 __version__ = "0.1.0"
@@ -25,10 +38,12 @@ __all__ = [
     "core",
     "data",
     "evals",
+    "learning",
     "losses",
     "modules",
     "pretrained",
     "registry",
+    "rewards",
     "run",
     "tasks",
     "utils",
