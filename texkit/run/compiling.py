@@ -42,8 +42,10 @@ def _overrides_compute_loss(model: keras.Model) -> bool:
 
 
 def defines_no_loss(model: keras.Model) -> bool:
-    """Whether ``model`` has neither a ``compute_loss`` of its own nor an ``add_loss``."""
-    return not _overrides_compute_loss(model) and not model.losses
+    """Whether ``model`` has neither a ``compute_loss`` nor a ``train_step`` of its own, nor
+    an ``add_loss``."""
+    own_step = type(model).train_step is not keras.Model.train_step
+    return not own_step and not _overrides_compute_loss(model) and not model.losses
 
 
 def compile_model(model: keras.Model, hparams: HParams) -> None:

@@ -385,16 +385,20 @@ class DecoderBase(ModuleBase):
         self, *, start_tokens: Any = None, context: Any = None,
         context_sequence_length: Any = None, max_decoding_length: int | None = None,
         memory: Any = None, memory_sequence_length: Any = None, beam_width: int | None = None,
+        initial_state: Any = None, embedding: Any = None,
     ) -> Inference:  # fmt: skip
         """The checked :class:`Inference` (step and initial state) for a loop written elsewhere
-        (:mod:`texkit.tasks`): prompts end at their lengths only (end tokens in a prompt are
-        text), each forced until then; with ``beam_width``, for a state tiled to that many rows
-        per example and reordered with ``reorder_state``."""
+        (:mod:`texkit.tasks`, :mod:`texkit.learning`): prompts end at their lengths only (end
+        tokens in a prompt are text), each forced until then; with ``beam_width``, for a state
+        tiled to that many rows per example and reordered with ``reorder_state``.
+        ``initial_state`` and ``embedding`` are the call's (a recurrent decoder's start state,
+        the embedder of a decoder without its own)."""
         request = DecodeRequest(
             "infer_greedy" if beam_width is None else "beam_search", memory=memory,
             memory_sequence_length=memory_sequence_length, start_tokens=start_tokens,
             context=context, context_sequence_length=context_sequence_length,
-            beam_width=beam_width, training=False,
+            beam_width=beam_width, training=False, initial_state=initial_state,
+            embedding=embedding,
         )  # fmt: skip
         request = self._checked(_BEAM_SEARCH, request, max_decoding_length)
         return self._start_inference(request)
