@@ -89,7 +89,8 @@ class DecoderPolicy:
         end_token: the id (or ids) that end a sequence, ``None`` for none.
         start_token: the first token of every sequence, when there are no prompts.
         prompt: ``(ids_key, lengths_key)``: the features holding ``[batch, width]`` prompts
-            and their ``[batch]`` lengths, or ``None``.
+            (a static width) and their ``[batch]`` lengths; or a function ``prompt(features) ->
+            (ids, lengths)`` making them (e.g. tokenizing texts); or ``None``.
         embedding: the embedder of a decoder that has none of its own (its inputs are then
             embedded by it), else ``None``.
         condition: ``condition(features, training) -> dict`` with any of ``memory``,
@@ -125,13 +126,17 @@ class DecoderPolicy:
             raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
         if (start_token is None) == (prompt is None):
             raise ValueError("give exactly one of start_token and prompt=(ids_key, lengths_key)")
-        if prompt is not None and (not isinstance(prompt, (tuple, list)) or len(prompt) != 2):
-            raise ValueError(f"prompt must be (ids_key, lengths_key), got {prompt!r}")
+        if (
+            prompt is not None
+            and not callable(prompt)
+            and (not isinstance(prompt, (tuple, list)) or len(prompt) != 2)
+        ):
+            raise ValueError(f"prompt must be (ids_key, lengths_key) or a function, got {prompt!r}")
         self.decoder = decoder
         self.max_new_tokens = max_new_tokens
         self.end_token = end_token
         self.start_token = start_token
-        self.prompt = tuple(prompt) if prompt is not None else None
+        self.prompt = tuple(prompt) if isinstance(prompt, (tuple, list)) else prompt
         self.embedding = embedding
         self.condition = condition
         self.detokenize = detokenize
@@ -155,17 +160,25 @@ class DecoderPolicy:
         if self.prompt is None:
             batch = _batch_size(features)
             return tf.fill([batch, 1], int(self.start_token)), tf.ones([batch], tf.int32)
-        ids_key, lengths_key = self.prompt
-        for key in (ids_key, lengths_key):
-            if key not in features:
-                raise KeyError(f"prompt: no feature {key!r}; the features are {sorted(features)}")
-        ids = tf.cast(features[ids_key], tf.int32)
+        if callable(self.prompt):
+            ids, lengths = self.prompt(features)
+            what = "the prompt function's ids"
+        else:
+            ids_key, lengths_key = self.prompt
+            for key in (ids_key, lengths_key):
+                if key not in features:
+                    raise KeyError(
+                        f"prompt: no feature {key!r}; the features are {sorted(features)}"
+                    )
+            ids, lengths = features[ids_key], features[lengths_key]
+            what = f"feature {ids_key!r}"
+        ids = tf.cast(ids, tf.int32)
         if ids.shape.rank != 2 or ids.shape[1] is None:
             raise ValueError(
-                f"prompt: feature {ids_key!r} must be [batch, width] ids with a static width, "
-                f"got shape {tuple(ids.shape)}"
+                f"prompt: {what} must be [batch, width] ids with a static width, got shape "
+                f"{tuple(ids.shape)}"
             )
-        return ids, tf.cast(features[lengths_key], tf.int32)
+        return ids, tf.cast(lengths, tf.int32)
 
     def conditioning(self, features: Mapping[str, Any], num_samples: int, training: Any) -> dict:
         """The decoder's ``memory``, ``memory_sequence_length`` and ``initial_state`` for the

@@ -44,7 +44,7 @@ from texkit.hparams import HParams
 from texkit.learning.advantages import BASELINES, group_advantages, moving_average_advantages
 from texkit.learning.policies import DecoderPolicy, Rollout, greedy_choice, repeat_rows
 from texkit.learning.row_sampling import row_choice, row_keys
-from texkit.rewards import Samples, as_reward
+from texkit.rewards import Samples, as_reward, check_reward_runs_on
 
 __all__ = ["PolicyGradient"]
 
@@ -142,6 +142,8 @@ class PolicyGradient(Configurable, keras.Model):
             shape=(), dtype="bool", initializer="zeros", trainable=False,
             name="baseline_started", aggregation="only_first_replica",
         )  # fmt: skip
+        if self.policy_model.built and (reference is None or self.reference_model.built):
+            self.built = True  # nothing to create: the Trainer need not call it on zeros
         names = ("loss", "reward", "kl", "entropy", "length")
         self._trackers = {name: keras.metrics.Mean(name=name) for name in names}
 
@@ -153,6 +155,7 @@ class PolicyGradient(Configurable, keras.Model):
                 f"jit_compile: the reward {self.reward!r} runs Python on the host, which XLA "
                 "cannot call; use a reward of TensorFlow ops or jit_compile=False"
             )
+        check_reward_runs_on(self.reward, tf.distribute.get_strategy())
         super().compile(*args, jit_compile=bool(jit_compile is True), **kwargs)
 
     @property

@@ -1,27 +1,8 @@
 """Sequence losses with masking and label smoothing, following Texar's ``mle_losses``.
 
 Each function computes a loss per time step, zeroes the steps at or past ``sequence_length``
-(``None``: nothing is masked) and then reduces the time and batch dimensions as the flags say:
-
-* time: ``sum_over_timesteps`` sums the valid steps of each sequence; ``average_across_timesteps``
-  divides that sum by the sequence's length (by ``max_time`` when ``sequence_length`` is
-  ``None``). A sequence of length 0 averages to 0 (Texar divides 0 by 0).
-* batch, after time: ``sum_over_batch`` sums over the batch; ``average_across_batch`` takes the
-  mean over the batch, every sequence counting once, whatever its length.
-
-``average_across_X`` and ``sum_over_X`` exclude each other. A dimension that neither flag
-reduces is kept, so the rank of the result depends on the flags, as in Texar:
-
-=========================  ===========================  ======================================
-time reduced (avg or sum)  batch reduced (avg or sum)   result shape
-=========================  ===========================  ======================================
-yes                        yes                          ``[]`` (the defaults: sum over time,
-                                                        mean over the batch)
-yes                        no                           ``[batch]``
-no                         yes                          ``[max_time]``
-no                         no                           ``[batch, max_time]`` (``[max_time,
-                                                        batch]`` when ``time_major``)
-=========================  ===========================  ======================================
+(``None``: nothing is masked) and reduces the time and batch dimensions as the flags say (the
+rules and the table of result shapes are in :mod:`texkit.losses.reduction`).
 
 The result is float32 whatever the dtype of the logits: bfloat16 or float16 logits (mixed
 precision) are cast before the softmax. Every function runs eagerly, in ``tf.function`` and under
@@ -36,24 +17,19 @@ from typing import Any
 
 import tensorflow as tf
 
+from texkit.losses.reduction import (
+    _check_exclusive,
+    _check_lengths,
+    _check_rank,
+    _mask_and_reduce,
+    _to_batch_major,
+)
+
 __all__ = [
     "sequence_sigmoid_cross_entropy",
     "sequence_softmax_cross_entropy",
     "sequence_sparse_softmax_cross_entropy",
 ]
-
-
-def _check_exclusive(average: bool, total: bool, what: str) -> None:
-    if average and total:
-        raise ValueError(
-            f"only one of average_across_{what} and sum_over_{what} can be set, got both True"
-        )
-
-
-def _check_rank(value: Any, name: str, ranks: tuple[int, ...], layout: str) -> None:
-    rank = value.shape.rank
-    if rank is None or rank not in ranks:
-        raise ValueError(f"{name} must be {layout}, got shape {tuple(value.shape)}")
 
 
 def _check_label_smoothing(label_smoothing: float) -> float:
@@ -62,58 +38,6 @@ def _check_label_smoothing(label_smoothing: float) -> float:
     if not 0.0 <= label_smoothing < 1.0:
         raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing!r}")
     return float(label_smoothing)
-
-
-def _check_lengths(sequence_length: Any) -> Any:
-    if sequence_length is None:
-        return None
-    sequence_length = tf.convert_to_tensor(sequence_length)
-    if sequence_length.shape.rank != 1:
-        raise ValueError(
-            f"sequence_length must be [batch], got shape {tuple(sequence_length.shape)}"
-        )
-    return tf.cast(sequence_length, tf.int32)
-
-
-def _to_batch_major(value: Any, time_major: bool) -> Any:
-    if not time_major:
-        return value
-    perm = [1, 0] + list(range(2, value.shape.rank))
-    return tf.transpose(value, perm)
-
-
-def _mask_and_reduce(
-    losses: Any,
-    sequence_length: Any,
-    average_across_batch: bool,
-    average_across_timesteps: bool,
-    sum_over_batch: bool,
-    sum_over_timesteps: bool,
-    time_major: bool,
-) -> Any:
-    """Masks batch-major ``[batch, max_time, ...]`` float32 losses, reduces batch and time."""
-    extra = [1] * (losses.shape.rank - 2)
-    if sequence_length is not None:
-        valid = tf.sequence_mask(sequence_length, tf.shape(losses)[1])
-        valid = valid[(Ellipsis,) + (None,) * len(extra)]
-        losses = tf.where(valid, losses, tf.zeros_like(losses))
-    if sum_over_timesteps:
-        losses = tf.reduce_sum(losses, axis=1)
-    elif average_across_timesteps:
-        if sequence_length is None:
-            losses = tf.reduce_mean(losses, axis=1)
-        else:
-            counts = tf.cast(tf.maximum(sequence_length, 1), losses.dtype)
-            losses = tf.reduce_sum(losses, axis=1) / tf.reshape(counts, [-1] + extra)
-    if sum_over_batch:
-        losses = tf.reduce_sum(losses, axis=0)
-    elif average_across_batch:
-        losses = tf.reduce_mean(losses, axis=0)
-    reduce_time = average_across_timesteps or sum_over_timesteps
-    reduce_batch = average_across_batch or sum_over_batch
-    if time_major and not reduce_time and not reduce_batch:
-        losses = _to_batch_major(losses, True)
-    return losses
 
 
 def _check_batch_time(labels: Any, logits: Any, time_major: bool, sequence_length: Any) -> None:
@@ -191,7 +115,7 @@ def sequence_sparse_softmax_cross_entropy(
 
     Returns:
         float32 loss of shape ``[]``, ``[batch]``, ``[max_time]`` or ``[batch, max_time]``
-        depending on the flags (see the table in :mod:`texkit.losses`).
+        depending on the flags (see the table in :mod:`texkit.losses.reduction`).
 
     Example:
         A language model's loss: each step predicts the next token. With uniform logits over 10
@@ -265,7 +189,7 @@ def sequence_softmax_cross_entropy(
 
     Returns:
         float32 loss of shape ``[]``, ``[batch]``, ``[max_time]`` or ``[batch, max_time]``
-        depending on the flags (see the table in :mod:`texkit.losses`).
+        depending on the flags (see the table in :mod:`texkit.losses.reduction`).
     """
     _check_exclusive(average_across_batch, sum_over_batch, "batch")
     _check_exclusive(average_across_timesteps, sum_over_timesteps, "timesteps")
@@ -327,7 +251,7 @@ def sequence_sigmoid_cross_entropy(
         time_major: as in :func:`sequence_sparse_softmax_cross_entropy`.
 
     Returns:
-        float32 loss: the shape of the table in :mod:`texkit.losses`, followed by
+        float32 loss: the shape of the table in :mod:`texkit.losses.reduction`, followed by
         ``[num_classes]`` when the inputs have a class dimension that is not reduced.
     """
     _check_exclusive(average_across_batch, sum_over_batch, "batch")

@@ -9,6 +9,7 @@ from texkit.run.experiment import (
     model_builder,
     validate_experiment,
 )
+from texkit.run.learning_builders import causal_lm_policy_gradient, prompt_data
 from texkit.run.optimization import default_optimization_hparams, optimizer_from_hparams
 from texkit.run.run_config import default_run_hparams
 from texkit.run.schedules import InverseSquareRootDecay, WarmupPolynomialDecay
@@ -24,11 +25,13 @@ __all__ = [
     "WarmupPolynomialDecay",
     "WorkerLost",
     "causal_lm",
+    "causal_lm_policy_gradient",
     "data_builder",
     "default_distribution_hparams",
     "default_experiment_hparams",
     "default_optimization_hparams",
     "default_run_hparams",
+    "prompt_data",
     "model_builder",
     "optimizer_from_hparams",
     "schedules",

@@ -78,6 +78,12 @@ class GeneratingTask(Task):
                 return int(value)
         return 0
 
+    def prompt_token_ids(self, texts: Any) -> Any:
+        """``[batch, (tokens)]`` int32 ``tf.RaggedTensor``: the ids ``generate`` feeds for each
+        text of ``texts`` (a ``[batch]`` string tensor), the tokenizer's template around them; in
+        the graph."""
+        return self._prompt_ids_graph(texts)
+
     def _end_ids(self) -> list[int]:
         return list(self.hparams.generation.end_token_ids or [])
 
