@@ -102,11 +102,7 @@ def rope_settings(
         HParamsError: naming the key (``rope_scaling.<key>``) that is unknown, missing or invalid.
     """
     if scaling is not None and not isinstance(scaling, Mapping):
-        raise HParamsError(
-            f"expected a dict of rope settings or null, got {type(scaling).__name__} "
-            f"{scaling!r}",
-            "rope_scaling",
-        )
+        raise HParamsError(f"expected a dict or null, got {scaling!r}", "rope_scaling")
     scaling = dict(scaling or {})
     rope_type = scaling.get("rope_type") or scaling.get("type") or "default"
     if not isinstance(rope_type, str) or rope_type not in _KEYS:
