@@ -27,10 +27,9 @@ The scalings (``rope_type``), with ``L`` the original context length
   short_factor`` (per-frequency lists); ``attention_scaling = sqrt(1 + ln(factor) / ln(L))`` with
   ``factor = max_position_embeddings / L`` unless the settings give one.
 
-``dynamic`` and ``longrope`` switch by ``s`` with tensor operations, so a compiled decoding loop
-that crosses ``L`` follows (cached keys keep the frequencies they were rotated with). Settings are
-dicts shaped like Hugging Face's ``rope_scaling`` or ``rope_parameters``; their
-``attention_factor`` overrides the computed ``attention_scaling`` of ``yarn`` and ``longrope``.
+``dynamic`` and ``longrope`` switch by ``s`` with tensor ops (a compiled loop crossing ``L``
+follows; cached keys keep their frequencies). Settings are dicts like Hugging Face's
+``rope_scaling``; ``attention_factor`` overrides ``yarn``'s and ``longrope``'s scaling.
 """
 
 from __future__ import annotations
