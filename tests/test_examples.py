@@ -31,8 +31,8 @@ from texkit.cli import main as texkit_command
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir))
 EXAMPLES = ("bert_classifier", "bert_pretrain", "gpt2_generation", "language_model",
-            "sentence_classifier", "seq2seq_attn", "testament_classifier",
-            "transformer")  # fmt: skip
+            "lm_rl", "sentence_classifier", "seq2seq_attn", "seq2seq_rl", "seqgan",
+            "testament_classifier", "text_vae", "transformer")  # fmt: skip
 
 
 def config_of(name):

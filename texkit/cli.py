@@ -85,8 +85,9 @@ def documented_yaml(hparams: dict, docs: dict, path: str = "", indent: str = "")
 
 
 # A constructor argument named like this is a size that comes from the data (vocab_size,
-# position_size, output_size), not a hyperparameter; 1 stands in for it when checking hparams.
-_SIZE_SUFFIX = "_size"
+# position_size, output_size, raw_memory_dim), not a hyperparameter; 1 stands in for it when
+# checking hparams.
+_SIZE_SUFFIX = ("_size", "_dim")
 
 
 def _check_by_constructing(target: Any, hparams: HParams) -> str | None:

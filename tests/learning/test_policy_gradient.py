@@ -19,6 +19,9 @@ PROMPTS = {
     "prompt_length": np.array([3, 2, 3, 1], np.int32),
 }
 
+# One MirroredStrategy per device set and process (see texkit.run.distribution).
+MIRRORED = {"type": "mirrored", "devices": ["/cpu:0", "/cpu:1"]}
+
 
 def tiny_lm(seed=0):
     keras.utils.set_random_seed(seed)
@@ -220,7 +223,7 @@ def test_mirrored_and_default_strategies_train_the_same_weights():
 
     start = [w.numpy() for w in tiny_lm().weights]
     default, default_history = run(tf.distribute.get_strategy())
-    mirrored, mirrored_history = run(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
+    mirrored, mirrored_history = run(tx.run.strategy_from_hparams(MIRRORED))
     moved = max(float(np.abs(a - b).max()) for a, b in zip(start, default, strict=True))
     gap = max(float(np.abs(a - b).max()) for a, b in zip(default, mirrored, strict=True))
     assert moved > 1e-2 and gap < 1e-4 * max(moved, 1.0), (moved, gap)
@@ -239,7 +242,7 @@ def test_a_python_reward_runs_on_the_host_under_mirrored():
         return tf.strings.reduce_join(tf.RaggedTensor.from_tensor(words, lengths=lengths), 1,
                                       separator=" ")  # fmt: skip
 
-    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    strategy = tx.run.strategy_from_hparams(MIRRORED)
     with strategy.scope():
         lm = tiny_lm()
         policy = DecoderPolicy(lm, max_new_tokens=STEPS, end_token=EOS, detokenize=detokenize,
@@ -293,3 +296,19 @@ def test_bad_settings_and_rewards_are_refused_naming_the_argument():
         train_with(lambda s: tf.fill(tf.shape(s.lengths), np.nan))
     with pytest.raises(KeyError, match="prompt: no feature 'prompt_ids'"):
         lm_policy(lm).rollout({"other": np.zeros((2, 3))}, 1, tx.learning.policies.greedy_choice)
+
+
+def test_the_mle_term_takes_targets_of_any_width():
+    lm = tiny_lm()
+    model = PolicyGradient(lm_policy(lm), REWARD, {"mle": {"weight": 1.0}})
+    model.compile(optimizer=keras.optimizers.SGD(0.0))
+    batch = {**PROMPTS, "target_ids": np.array([[7, 2]] * 4, np.int32),
+             "target_length": np.array([2, 1, 2, 2], np.int32)}  # fmt: skip
+    signature = {k: tf.TensorSpec([4, None] if k == "target_ids" else v.shape, tf.int32)
+                 for k, v in batch.items()}  # fmt: skip
+    ragged = tf.data.Dataset.from_generator(lambda: iter([batch]), output_signature=signature)
+    assert ragged.element_spec["target_ids"].shape[1] is None
+    logged = model.evaluate(ragged, verbose=0, return_dict=True)
+    assert set(logged) >= {"reward"}
+    history = model.fit(ragged.repeat(), steps_per_epoch=1, epochs=1, verbose=0).history
+    assert np.isfinite(history["loss"][-1])

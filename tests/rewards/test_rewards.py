@@ -40,6 +40,9 @@ REFERENCES = [
 N = len(TEXTS)
 VOCAB, WIDTH = 11, 7
 
+# One MirroredStrategy per device set and process (see texkit.run.distribution).
+MIRRORED = {"type": "mirrored", "devices": ["/cpu:0", "/cpu:1"]}
+
 
 def _ids():
     rng = np.random.default_rng(3)
@@ -100,7 +103,7 @@ def run_each_way(reward, samples, jit=False):
 
 @pytest.fixture(scope="module")
 def mirrored():
-    return tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    return tx.run.strategy_from_hparams(MIRRORED)
 
 
 def run_mirrored(strategy, reward, samples):

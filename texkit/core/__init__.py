@@ -2,6 +2,7 @@
 
 from texkit.core import addressing_attention, attention_mechanisms, fused, layers
 from texkit.core.causal_attention import CausalSelfAttention
+from texkit.core.diagonal_gaussian import DiagonalGaussian
 from texkit.core.feed_forward import FeedForward
 from texkit.core.layers import (
     MaskedMeanPooling,
@@ -27,6 +28,7 @@ __all__ = [
     "fused",
     "layers",
     "CausalSelfAttention",
+    "DiagonalGaussian",
     "FeedForward",
     "MaskedMeanPooling",
     "RMSNorm",

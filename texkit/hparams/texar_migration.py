@@ -4,8 +4,10 @@ texkit keeps Texar's hparams layout, so most of a Texar config carries over as i
 differs is translated, and every change is reported (:class:`Change`), the ones that change
 what the config means included:
 
-* Keras' names: ``num_units`` -> ``units`` in a ``kwargs``; TF 1 class and function names in a
-  ``type`` (``BasicLSTMCell``, ``random_uniform_initializer``, ``AdamOptimizer``, ...) -> Keras'
+* Keras' names: ``num_units`` -> ``units`` and ``forget_bias`` -> ``unit_forget_bias`` (a
+  learned bias starting at 1, or at 0 for ``forget_bias: 0``) in a ``kwargs``; TF 1 class and
+  function names in a ``type`` (``BasicLSTMCell``, ``LSTMBlockCell``,
+  ``random_uniform_initializer``, ``AdamOptimizer``, ...) -> Keras'
   (:data:`~texkit.hparams.texar_names.TEXAR_TYPES`); ``variance_scaling_initializer``'s
   ``distribution: normal`` (a truncated normal in TF 1) -> ``truncated_normal``.
 * Keys texkit names otherwise: ``kernel_size`` -> ``kernel_sizes`` (a list), Texar's pooling
@@ -74,8 +76,13 @@ _DROPPED = {
     "pretrained_model_name": "load pretrained weights with the class's from_pretrained(path)",
     "cache_dir": "load pretrained weights with the class's from_pretrained(path)",
 }
+_FORGET_BIAS = (
+    "Keras' unit_forget_bias: TF 1 added forget_bias to the forget gate at every step; Keras "
+    "starts the gate's bias at 1 (true) or 0 (false) and learns it"
+)
 _POOLING = {"MaxPooling1D": "max", "AveragePooling1D": "mean", "AvgPool1D": "mean"}
 _KEEP_AS_LIST = ("files",)
+_CONV_KEYS = ("dropout_conv", "dropout_dense", "pool_size")
 
 
 def _single_type(name: Any) -> str | None:
@@ -119,6 +126,9 @@ def _translate(node: Any, path: str, changes: list[Change], in_kwargs: bool = Fa
         if in_kwargs and key == "num_units":
             changes.append(Change(where, value, value, "Keras' name: units"))
             out["units"] = value
+        elif in_kwargs and key == "forget_bias":
+            out["unit_forget_bias"] = bool(value)
+            changes.append(Change(where, value, bool(value), _FORGET_BIAS))
         elif key == "type" and _single_type(value) is not None:
             changes.append(Change(where, value, _single_type(value)))
             out["type"] = _single_type(value)
@@ -219,7 +229,15 @@ def from_texar(texar_hparams: Mapping, module_class: type | None = None) -> Migr
     if not isinstance(texar_hparams, Mapping):
         raise HParamsError(f"expected a dict of Texar hparams, got {type(texar_hparams).__name__}")
     changes: list[Change] = []
-    hparams = _translate(copy.deepcopy(dict(texar_hparams)), "", changes)
+    texar_hparams = dict(texar_hparams)
+    # Texar's own dropout and pooling keys stay as they are for a module that has them
+    # (Conv1DNetwork); for the others (Conv1DClassifier) _conv_option translates or refuses them.
+    own: dict = {}
+    if module_class is not None:
+        defaults = module_class.default_hparams()
+        own = {k: texar_hparams.pop(k) for k in _CONV_KEYS if k in defaults and k in texar_hparams}
+    hparams = _translate(copy.deepcopy(texar_hparams), "", changes)
+    hparams.update(copy.deepcopy(own))
     if module_class is not None:
         _texar_defaults(hparams, module_class, changes)
         HParams(hparams, module_class.default_hparams())

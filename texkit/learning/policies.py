@@ -234,12 +234,14 @@ class DecoderPolicy:
         token (teacher forced on the prompt and the rollout's tokens), with gradients."""
         condition = self.conditioning(features, num_samples, training)
         width = int(rollout.prompt_ids.shape[1])
-        steps = int(rollout.ids.shape[1])
+        steps = rollout.ids.shape[1] or tf.shape(rollout.ids)[1]  # static when it can be
         prompts = tf.RaggedTensor.from_tensor(rollout.prompt_ids, lengths=rollout.prompt_lengths)
         written = tf.RaggedTensor.from_tensor(rollout.ids, lengths=rollout.lengths)
-        tokens = tf.concat([prompts, written], axis=1).to_tensor(
-            default_value=self.pad_id, shape=[None, width + steps]
-        )
+        tokens = tf.concat([prompts, written], axis=1).to_tensor(default_value=self.pad_id)
+        room = width + steps - tf.shape(tokens)[1]  # rows that all end early leave room
+        tokens = tf.pad(tokens, [[0, 0], [0, room]], constant_values=self.pad_id)
+        if isinstance(steps, int):
+            tokens = tf.ensure_shape(tokens, [None, width + steps])
         inputs = tokens[:, : width + steps - 1]
         if self.embedding is not None:
             inputs = self.embedding(inputs)

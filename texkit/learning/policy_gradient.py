@@ -281,7 +281,7 @@ class PolicyGradient(Configurable, keras.Model):
         prompt_ids, prompt_lengths = self.policy.prefix(features)
         target = Rollout(ids, lengths, prompt_ids, prompt_lengths)
         logits = self.policy.logits(features, 1, target, training=True)
-        mask = tf.sequence_mask(lengths, ids.shape[1], tf.float32)
+        mask = tf.sequence_mask(lengths, tf.shape(ids)[1], tf.float32)
         return _per_sequence(-_chosen_log_probs(logits, ids), mask)
 
     def get_config(self) -> dict:

@@ -18,6 +18,7 @@ from texkit.modules.connectors import (
     ForwardConnector,
     MLPTransformConnector,
 )
+from texkit.modules.conv1d_network import Conv1DNetwork
 from texkit.modules.decoders import (
     AttentionRNNDecoder,
     BasicRNNDecoder,
@@ -34,9 +35,16 @@ from texkit.modules.encoders import (
     Conv1DEncoder,
     DistilBERTEncoder,
     ELECTRAEncoder,
+    HierarchicalRNNEncoder,
     RoBERTaEncoder,
     TransformerEncoder,
     UnidirectionalRNNEncoder,
+)
+from texkit.modules.feed_forward_network import FeedForwardNetwork
+from texkit.modules.memory_network import MemNetEmbedder, MemNetRNNLike
+from texkit.modules.stochastic_connectors import (
+    ReparameterizedStochasticConnector,
+    StochasticConnector,
 )
 from texkit.modules.t5 import T5Decoder, T5Encoder, T5EncoderDecoder
 
@@ -54,17 +62,24 @@ __all__ = [
     "ConstantConnector",
     "Conv1DClassifier",
     "Conv1DEncoder",
+    "Conv1DNetwork",
     "DistilBERTEncoder",
     "ELECTRAEncoder",
+    "FeedForwardNetwork",
     "ForwardConnector",
     "GPT2Decoder",
+    "HierarchicalRNNEncoder",
     "LlamaDecoder",
+    "MemNetEmbedder",
+    "MemNetRNNLike",
     "MLPTransformConnector",
     "ModuleBase",
     "PositionEmbedder",
+    "ReparameterizedStochasticConnector",
     "RoBERTaEncoder",
     "SinusoidsPositionEmbedder",
     "SpanHead",
+    "StochasticConnector",
     "T5Decoder",
     "T5Encoder",
     "T5EncoderDecoder",

@@ -10,7 +10,10 @@ variables into a texkit experiment:
 * each section of the model builder that names its Texar variable and texkit class
   (``model_builder(..., texar_sections={"embedder": ("emb", WordEmbedder)})``) gets that
   variable, translated by :func:`~texkit.hparams.from_texar` and validated against the class;
-* ``opt`` becomes the ``optimization`` section (:func:`~texkit.hparams.optimization_from_texar`);
+* the builder's other hparams keys take the variables of the same names as they are (e.g.
+  ``latent_dims`` of Texar's ``vae_text``);
+* ``opt`` (or ``opt_hparams``) becomes the ``optimization`` section
+  (:func:`~texkit.hparams.optimization_from_texar`);
   the Transformer script's ``lr`` (``constant.linear_warmup.rsqrt_decay.rsqrt_depth``:
   ``lr_constant * min(1, step / warmup) / sqrt(max(step, warmup))``) is exactly texkit's
   ``InverseSquareRootDecay`` with ``learning_rate = lr_constant / sqrt(warmup_steps)``;
@@ -216,12 +219,14 @@ def _optimization(
 ) -> dict:
     """The ``optimization`` section from Texar's ``opt`` and the Transformer script's ``lr``."""
     optimization: dict = {}
-    if "opt" in variables:
-        used.add("opt")
+    # Texar's examples name it opt, or opt_hparams (vae_text).
+    name = next((n for n in ("opt", "opt_hparams") if n in variables), None)
+    if name is not None:
+        used.add(name)
         with problems.check():
-            section, opt_changes = optimization_from_texar(variables["opt"])
+            section, opt_changes = optimization_from_texar(variables[name])
             optimization.update(section)
-            changes += [c._replace(path=f"opt.{c.path}") for c in opt_changes]
+            changes += [c._replace(path=f"{name}.{c.path}") for c in opt_changes]
     if "lr" in variables and isinstance(variables["lr"], Mapping):
         used.add("lr")
         with problems.check():
@@ -263,6 +268,12 @@ def experiment_from_texar(
     changes: list[Change] = []
     used: set[str] = set()
     hparams = _module_sections(variables, sections, problems, changes, used)
+    # The builder's other keys take the config's variables of the same names, as they are.
+    for key in sorted(set(builder.default_hparams()) - set(sections) - {"name"}):
+        if key in variables:
+            used.add(key)
+            hparams[key] = copy.deepcopy(variables[key])
+            changes.append(Change(key, variables[key], f"model.hparams.{key}"))
     experiment = copy.deepcopy(dict(base or {}))
     experiment["model"] = {"type": model, "hparams": hparams}
     for name, section in experiment.items():

@@ -9,6 +9,7 @@ from texkit.modules.encoders.family_encoders import (
     ELECTRAEncoder,
     RoBERTaEncoder,
 )
+from texkit.modules.encoders.hierarchical_encoder import HierarchicalRNNEncoder
 from texkit.modules.encoders.rnn_encoders import BidirectionalRNNEncoder, UnidirectionalRNNEncoder
 from texkit.modules.encoders.t5_encoder import T5Encoder
 from texkit.modules.encoders.transformer_encoder import TransformerEncoder
@@ -21,6 +22,7 @@ __all__ = [
     "Conv1DEncoder",
     "DistilBERTEncoder",
     "ELECTRAEncoder",
+    "HierarchicalRNNEncoder",
     "RoBERTaEncoder",
     "T5Encoder",
     "TransformerEncoder",

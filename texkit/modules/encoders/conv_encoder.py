@@ -28,7 +28,14 @@ from texkit.core.layers import (
 from texkit.hparams import HParamsError, check_rate, check_width
 from texkit.hparams import core as limits
 
-__all__ = ["DENSE_STACK_DOC", "Conv1DEncoder", "dense_stack"]
+__all__ = [
+    "DENSE_STACK_DOC",
+    "Conv1DEncoder",
+    "build_conv_branches",
+    "check_conv_hparams",
+    "conv_branches",
+    "dense_stack",
+]
 
 _POOLINGS = ("max", "mean")
 
@@ -38,6 +45,52 @@ DENSE_STACK_DOC = {
     "dense_size": "Output size of every dense layer.",
     "dense_activation": "Activation of the dense layers (a registered name or {type, kwargs}).",
 }
+
+
+def check_conv_hparams(hp: Any) -> None:
+    """Checks the hparams a stack of convolutions and dense layers shares (``filters``,
+    ``kernel_sizes``, ``dense_size``, ``num_conv_layers``, ``num_dense_layers``), naming the key."""
+    check_width(hp, "filters", "dense_size")
+    for key in ("num_conv_layers", "num_dense_layers"):
+        if not 0 <= hp[key] <= limits.MAX_LAYERS:
+            raise HParamsError(f"expected an int in [0, {limits.MAX_LAYERS}], got {hp[key]!r}", key)
+    if not hp.kernel_sizes:
+        raise HParamsError("expected at least one kernel size, got []", "kernel_sizes")
+    for index, kernel_size in enumerate(hp.kernel_sizes):
+        if kernel_size < 1:
+            raise HParamsError(
+                f"expected a positive int, got {kernel_size!r}", f"kernel_sizes.{index}"
+            )
+
+
+def conv_branches(hp: Any, padding: str, activation: Any, layer: dict) -> list[keras.layers.Conv1D]:
+    """``hp.num_conv_layers`` layers of ``len(hp.kernel_sizes)`` parallel ``Conv1D`` branches of
+    ``hp.filters`` filters, named ``conv_<layer>_<branch>``, flat, layer by layer: layer d's
+    branches are ``convs[d * branches : (d + 1) * branches]``. ``layer``: the Keras arguments
+    (dtype policy, kernel initializer)."""
+    return [
+        keras.layers.Conv1D(
+            hp.filters,
+            kernel_size,
+            padding=padding,
+            activation=activation,
+            name=f"conv_{depth}_{branch}",
+            **layer,
+        )
+        for depth in range(hp.num_conv_layers)
+        for branch, kernel_size in enumerate(hp.kernel_sizes)
+    ]
+
+
+def build_conv_branches(convs: list, hp: Any, width: int) -> int:
+    """Builds the layers of :func:`conv_branches` on inputs of ``width`` features; returns the
+    width of their concatenated outputs (``width`` when there is no convolution)."""
+    branches = len(hp.kernel_sizes)
+    for index, conv in enumerate(convs):
+        if index and index % branches == 0:
+            width = hp.filters * branches
+        conv.build((None, None, width))
+    return hp.filters * branches if convs else width
 
 
 def dense_stack(hp: Any, layer: dict) -> list[keras.layers.Dense]:
@@ -102,19 +155,7 @@ class Conv1DEncoder(ModuleBase):
     def __init__(self, hparams: Any = None, **kwargs: Any):
         super().__init__(hparams, **kwargs)
         hp = self.hparams
-        check_width(hp, "filters", "dense_size")
-        for key in ("num_conv_layers", "num_dense_layers"):
-            if not 0 <= hp[key] <= limits.MAX_LAYERS:
-                raise HParamsError(
-                    f"expected an int in [0, {limits.MAX_LAYERS}], got {hp[key]!r}", key
-                )
-        if not hp.kernel_sizes:
-            raise HParamsError("expected at least one kernel size, got []", "kernel_sizes")
-        for index, kernel_size in enumerate(hp.kernel_sizes):
-            if kernel_size < 1:
-                raise HParamsError(
-                    f"expected a positive int, got {kernel_size!r}", f"kernel_sizes.{index}"
-                )
+        check_conv_hparams(hp)
         if hp.pooling not in _POOLINGS:
             raise HParamsError(f"expected one of {_POOLINGS}, got {hp.pooling!r}", "pooling")
         check_rate(hp, "token_dropout", "dropout_rate")
@@ -123,19 +164,7 @@ class Conv1DEncoder(ModuleBase):
         initializer = get_initializer(hp.initializer)
         if initializer is not None:
             layer["kernel_initializer"] = initializer
-        # Flat, layer by layer: layer d's branches are convs[d * branches : (d + 1) * branches].
-        self.convs = [
-            keras.layers.Conv1D(
-                hp.filters,
-                kernel_size,
-                padding="same",
-                activation=conv_activation,
-                name=f"conv_{depth}_{branch}",
-                **layer,
-            )
-            for depth in range(hp.num_conv_layers)
-            for branch, kernel_size in enumerate(hp.kernel_sizes)
-        ]
+        self.convs = conv_branches(hp, "same", conv_activation, layer)
         self.dense_layers = dense_stack(hp, layer)
         needs_seed = hp.token_dropout > 0 or hp.dropout_rate > 0
         self.seed_generator = keras.random.SeedGenerator() if needs_seed else None
@@ -167,13 +196,7 @@ class Conv1DEncoder(ModuleBase):
             raise ValueError(
                 f"{self.name}: the inputs' last axis must be known, got {inputs_shape}"
             )
-        branches = len(self.hparams.kernel_sizes)
-        for index, conv in enumerate(self.convs):
-            if index and index % branches == 0:
-                width = self._conv_width
-            conv.build((None, None, width))
-        if self.convs:
-            width = self._conv_width
+        width = build_conv_branches(self.convs, self.hparams, width)
         for dense in self.dense_layers:
             dense.build((None, width))
             width = dense.units
