@@ -312,3 +312,70 @@ def test_the_mle_term_takes_targets_of_any_width():
     assert set(logged) >= {"reward"}
     history = model.fit(ragged.repeat(), steps_per_epoch=1, epochs=1, verbose=0).history
     assert np.isfinite(history["loss"][-1])
+
+
+def _llama():
+    lm = tx.modules.LlamaDecoder({
+        "vocab_size": VOCAB, "dim": 16, "num_blocks": 1, "feed_forward": {"dim": 24},
+        "attention": {"num_heads": 4, "num_kv_heads": 2}, "max_position_embeddings": 32,
+    })  # fmt: skip
+    return lm_policy(lm), PROMPTS, {}
+
+
+def _transformer():
+    embedder = tx.modules.WordEmbedder(vocab_size=VOCAB, hparams={"dim": 8})
+    decoder = tx.modules.TransformerDecoder(output_layer=embedder, hparams={
+        "dim": 8, "num_blocks": 1, "multihead_attention": {"num_heads": 2, "dropout_rate": 0.0},
+        "poswise_feedforward": {"dim": 16}, "embedding_dropout": 0.0, "residual_dropout": 0.0,
+    })  # fmt: skip
+    memory = tf.random.stateless_normal([4, 5, 8], seed=[1, 2])
+    return _conditioned(decoder, embedder, {"memory": memory})
+
+
+def _t5():
+    t5 = tx.modules.T5EncoderDecoder({
+        "vocab_size": VOCAB, "d_model": 8, "d_kv": 4, "d_ff": 16, "num_layers": 1,
+        "num_heads": 2, "dropout_rate": 0.0,
+    })  # fmt: skip
+    source = np.array([[3, 4, 5, 6, 2], [5, 6, 2, 0, 0], [7, 2, 0, 0, 0], [8, 9, 2, 0, 0]])
+    memory = t5.encode(source, [5, 3, 2, 3])
+    return _conditioned(t5.decoder, None, {"memory": memory}, start=0, model=t5)
+
+
+def _conditioned(decoder, embedder, given, start=BOS, model=None):
+    lengths = tf.constant([5, 3, 2, 3])
+    features = {"source_length": lengths}
+
+    def condition(f, training):
+        return {**given, "memory_sequence_length": f["source_length"]}
+
+    policy = DecoderPolicy(decoder, max_new_tokens=STEPS, end_token=EOS, start_token=start,
+                           embedding=embedder, condition=condition, model=model)  # fmt: skip
+    call = {"start_tokens": [start] * 4, "embedding": embedder, **condition(features, False)}
+    return policy, features, call
+
+
+@pytest.mark.parametrize("make", [_llama, _transformer, _t5], ids=["llama", "transformer", "t5"])
+def test_every_kind_of_decoder_is_a_policy_whose_logits_are_those_of_decoding(make):
+    keras.utils.set_random_seed(0)
+    policy, features, call = make()
+    rollout = policy.rollout(features, 2, tx.learning.policies.greedy_choice)
+    logits = policy.logits(features, 2, rollout).numpy()
+    if call:
+        outputs, _, _ = policy.decoder(decoding_strategy="infer_greedy", end_token=EOS,
+                                       max_decoding_length=STEPS, **call)  # fmt: skip
+        starts = [0] * 4
+    else:  # prompts
+        outputs, _, _ = policy.decoder(
+            decoding_strategy="infer_greedy", context=PROMPTS["prompt_ids"],
+            context_sequence_length=PROMPTS["prompt_length"], end_token=EOS,
+            max_decoding_length=2 + STEPS,
+        )  # fmt: skip
+        starts = PROMPTS["prompt_length"] - 1
+    for row in range(8):  # two (greedy, equal) samples per input
+        count, start = int(rollout.lengths[row]), starts[row // 2]
+        expected = outputs.logits.numpy()[row // 2, start : start + count]
+        np.testing.assert_allclose(logits[row, :count], expected, atol=1e-4)
+        np.testing.assert_array_equal(
+            rollout.ids[row, :count], outputs.sample_id[row // 2, start : start + count]
+        )

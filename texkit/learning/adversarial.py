@@ -211,10 +211,30 @@ class AdversarialLanguageModel(keras.Model):
         self.apply_update(self.optimizer, tape, loss, self.generator_variables)
         return {"loss": loss, "nll": loss}
 
+    def discriminator_loss(self, real: tuple, fake: tuple) -> Any:
+        """The discriminator's loss on ``(inputs, lengths)`` pairs ``real`` and ``fake``."""
+        raise NotImplementedError
+
+    def fake_sequences(self, batch_size: Any) -> tuple[Any, Any]:
+        """``batch_size`` generated ``(inputs, lengths)``, as the discriminator reads them."""
+        raise NotImplementedError
+
+    def update_discriminator(self, real: tuple, fake: tuple) -> Any:
+        """One update of the discriminator on ``real`` and ``fake`` (their gradient stopped:
+        only the discriminator changes); returns its loss."""
+        fake = (tf.stop_gradient(fake[0]), fake[1])
+        with tf.GradientTape() as tape:
+            d_loss = self.discriminator_loss(real, fake)
+        variables = self.discriminator.trainable_variables
+        self.apply_update(self.discriminator_optimizer, tape, d_loss, variables)
+        return d_loss
+
     def discriminator_step(self, features: dict) -> dict:
         """Updates the discriminator on the real batch and as many generated sequences; returns
         the logs, ``"loss"`` the discriminator's loss."""
-        raise NotImplementedError
+        real = self.real_sequences(features)
+        d_loss = self.update_discriminator(real, self.fake_sequences(tf.shape(real[0])[0]))
+        return {"loss": d_loss, "d_loss": d_loss}
 
     def adversarial_step(self, features: dict) -> dict:
         """Updates the discriminator, then the generator; returns the logs, ``"loss"`` the

@@ -90,20 +90,13 @@ class GumbelSoftmaxGAN(AdversarialLanguageModel):
         inputs, lengths = data
         return self.discriminator(inputs, lengths, training=True)
 
-    def update_discriminator(self, real: tuple, fake: tuple) -> Any:
-        """One update of the discriminator on ``(inputs, lengths)`` pairs ``real`` and
-        ``fake`` (the fake inputs' gradient stopped); returns its loss."""
-        fake = (tf.stop_gradient(fake[0]), fake[1])
-        with tf.GradientTape() as tape:
-            _, d_loss = binary_adversarial_losses(real, fake, self.discriminate, self.mode)
-        variables = self.discriminator.trainable_variables
-        self.apply_update(self.discriminator_optimizer, tape, d_loss, variables)
-        return d_loss
+    def discriminator_loss(self, real: tuple, fake: tuple) -> Any:
+        """``binary_adversarial_losses``' discriminator loss of ``real`` and ``fake``."""
+        return binary_adversarial_losses(real, fake, self.discriminate, self.mode)[1]
 
-    def discriminator_step(self, features: dict) -> dict:
-        real = self.real_sequences(features)
-        d_loss = self.update_discriminator(real, self.soft_sample(tf.shape(real[0])[0]))
-        return {"loss": d_loss, "d_loss": d_loss}
+    def fake_sequences(self, batch_size: Any) -> tuple[Any, Any]:
+        """Straight-through Gumbel-softmax samples (:meth:`soft_sample`)."""
+        return self.soft_sample(batch_size)
 
     def adversarial_step(self, features: dict) -> dict:
         real = self.real_sequences(features)

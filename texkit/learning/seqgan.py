@@ -184,19 +184,13 @@ class SeqGAN(AdversarialLanguageModel):
         )
         return outputs.logits
 
-    def update_discriminator(self, real: tuple, fake: tuple) -> Any:
-        """One update of the discriminator on ``(ids, lengths)`` pairs ``real`` and ``fake``;
-        returns its loss."""
-        with tf.GradientTape() as tape:
-            d_loss = prefix_discriminator_loss(self.discriminator, real, fake)
-        variables = self.discriminator.trainable_variables
-        self.apply_update(self.discriminator_optimizer, tape, d_loss, variables)
-        return d_loss
+    def discriminator_loss(self, real: tuple, fake: tuple) -> Any:
+        """The prefix loss of ``real`` and ``fake`` ids (:func:`prefix_discriminator_loss`)."""
+        return prefix_discriminator_loss(self.discriminator, real, fake)
 
-    def discriminator_step(self, features: dict) -> dict:
-        real = self.real_sequences(features)
-        d_loss = self.update_discriminator(real, self.sample(tf.shape(real[0])[0]))
-        return {"loss": d_loss, "d_loss": d_loss}
+    def fake_sequences(self, batch_size: Any) -> tuple[Any, Any]:
+        """Sampled ``(ids, lengths)`` (:meth:`sample`)."""
+        return self.sample(batch_size)
 
     def adversarial_step(self, features: dict) -> dict:
         real = self.real_sequences(features)

@@ -32,7 +32,7 @@ import tensorflow as tf
 
 from texkit.hparams import HParams, HParamsError
 from texkit.run.experiment import Data, data_builder, model_builder
-from texkit.run.task_builders import read_text_records
+from texkit.run.task_builders import batched, read_text_records, text_splits
 
 __all__ = ["causal_lm_policy_gradient", "prompt_data"]
 
@@ -42,10 +42,7 @@ def _prompts(path: str, hp: HParams, where: str, train: bool) -> tf.data.Dataset
     features = {"prompt": prompts}
     if completions is not None:
         features["completion"] = completions
-    dataset = tf.data.Dataset.from_tensor_slices(features)
-    if train:
-        dataset = dataset.shuffle(len(prompts), seed=hp.seed).repeat()
-    return dataset.batch(hp.batch_size, drop_remainder=train)
+    return batched(tf.data.Dataset.from_tensor_slices(features), len(prompts), hp, train)
 
 
 @data_builder(
@@ -54,14 +51,7 @@ def _prompts(path: str, hp: HParams, where: str, train: bool) -> tf.data.Dataset
 )  # fmt: skip
 def prompt_data(hparams: HParams) -> Data:
     """Prompts (and their reference completions) from text files, batched (see the module)."""
-    if hparams.format not in ("lines", "jsonl"):
-        raise HParamsError(f"expected 'lines' or 'jsonl', got {hparams.format!r}", "format")
-    if not hparams.train:
-        raise HParamsError("name the training file", "train")
-    splits = {"train": _prompts(hparams.train, hparams, "train", True)}
-    if hparams.eval:
-        splits["eval"] = _prompts(hparams.eval, hparams, "eval", False)
-    return Data(**splits)
+    return text_splits(hparams, _prompts)
 
 
 @model_builder(

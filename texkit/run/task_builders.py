@@ -18,6 +18,7 @@ raw strings; the task tokenizes them in its graph.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import tensorflow as tf
@@ -25,7 +26,7 @@ import tensorflow as tf
 from texkit.hparams import HParams, HParamsError
 from texkit.run.experiment import Data, data_builder, model_builder
 
-__all__ = ["causal_lm", "read_text_records", "text_data"]
+__all__ = ["batched", "causal_lm", "read_text_records", "text_data", "text_splits"]
 
 # A line of a text file longer than this is refused (a file with no newline is no text file).
 MAX_LINE_BYTES = 1 << 20
@@ -110,10 +111,28 @@ def _kind(record: Any) -> str | None:
 def _dataset(path: str, hp: HParams, where: str, train: bool) -> tf.data.Dataset:
     texts, completions = read_text_records(path, hp.format, where)
     tensors = texts if completions is None else (texts, completions)
-    dataset = tf.data.Dataset.from_tensor_slices(tensors)
+    return batched(tf.data.Dataset.from_tensor_slices(tensors), len(texts), hp, train)
+
+
+def batched(dataset: tf.data.Dataset, size: int, hp: HParams, train: bool) -> tf.data.Dataset:
+    """``dataset`` (of ``size`` records) in batches of ``hp.batch_size``: for training shuffled
+    with ``hp.seed``, repeated, the last short batch dropped."""
     if train:
-        dataset = dataset.shuffle(len(texts), seed=hp.seed).repeat()
+        dataset = dataset.shuffle(size, seed=hp.seed).repeat()
     return dataset.batch(hp.batch_size, drop_remainder=train)
+
+
+def text_splits(hparams: HParams, dataset: Callable[..., tf.data.Dataset]) -> Data:
+    """The ``train`` (and ``eval``) splits of text files ``hparams`` name, each read by
+    ``dataset(path, hparams, split, train)``; the format and the files checked first."""
+    if hparams.format not in ("lines", "jsonl"):
+        raise HParamsError(f"expected 'lines' or 'jsonl', got {hparams.format!r}", "format")
+    if not hparams.train:
+        raise HParamsError("name the training file", "train")
+    splits = {"train": dataset(hparams.train, hparams, "train", True)}
+    if hparams.eval:
+        splits["eval"] = dataset(hparams.eval, hparams, "eval", False)
+    return Data(**splits)
 
 
 @data_builder(
@@ -122,14 +141,7 @@ def _dataset(path: str, hp: HParams, where: str, train: bool) -> tf.data.Dataset
 )  # fmt: skip
 def text_data(hparams: HParams) -> Data:
     """Raw texts (or prompt/completion pairs) from text files, batched (see the module)."""
-    if hparams.format not in ("lines", "jsonl"):
-        raise HParamsError(f"expected 'lines' or 'jsonl', got {hparams.format!r}", "format")
-    if not hparams.train:
-        raise HParamsError("name the training file", "train")
-    splits = {"train": _dataset(hparams.train, hparams, "train", True)}
-    if hparams.eval:
-        splits["eval"] = _dataset(hparams.eval, hparams, "eval", False)
-    return Data(**splits)
+    return text_splits(hparams, _dataset)
 
 
 @model_builder({"pretrained": None, "hparams": {}, "lora": None, "name": "causal_lm"})
