@@ -340,3 +340,27 @@ def test_each_stage_updates_only_its_part():
     with pytest.raises(ValueError, match="stage must be one of"):
         model.stage = "pretrain"
     assert model.stage == "discriminator"
+
+
+def test_under_mirrored_the_mle_stage_equals_one_device_and_adversarial_steps_run():
+    mirrored = tx.run.strategy_from_hparams({"type": "mirrored", "devices": ["/cpu:0", "/cpu:1"]})
+    ids = np.array([[4, 5, 6, 2, 0], [7, 8, 2, 0, 0], [3, 9, 2, 0, 0], [5, 5, 5, 2, 0]], np.int32)
+    batch = tf.data.Dataset.from_tensors(features(ids, np.array([4, 3, 3, 4], np.int32)))
+
+    def run(strategy, cls, stage):
+        with strategy.scope():
+            keras.utils.set_random_seed(3)
+            model = make_gan(cls)
+            model.compile(optimizer=keras.optimizers.SGD(0.5), jit_compile=False)
+            model.stage = stage
+            model(next(iter(batch)))  # built in the strategy's scope, as the Trainer does
+        history = model.fit(batch.repeat(), steps_per_epoch=3, epochs=1, verbose=0).history
+        return model, history
+
+    one, _ = run(tf.distribute.get_strategy(), SeqGAN, "mle")
+    two, _ = run(mirrored, SeqGAN, "mle")  # each replica: half the rows, 7 tokens each
+    for a, b in zip(one.generator_variables, two.generator_variables, strict=True):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5, err_msg=a.path)
+    for cls in (SeqGAN, GumbelSoftmaxGAN):
+        _, history = run(mirrored, cls, "adversarial")
+        assert all(np.isfinite(v[-1]) for v in history.values()), history

@@ -274,7 +274,9 @@ class AdversarialLanguageModel(keras.Model):
         replicas = tf.distribute.get_strategy().num_replicas_in_sync
         gradients = tape.gradient(loss, variables)
         if replicas > 1:
-            gradients = [None if g is None else g / replicas for g in gradients]
+            # scalar_mul also scales IndexedSlices (the gradients of embedding lookups).
+            scale = 1.0 / replicas
+            gradients = [None if g is None else tf.math.scalar_mul(scale, g) for g in gradients]
         optimizer.apply(gradients, variables)
 
 
