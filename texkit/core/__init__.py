@@ -21,8 +21,20 @@ from texkit.core.rotary import (
     rotary_cos_sin,
     rotary_inverse_frequencies,
 )
+from texkit.core.tag_schemes import (
+    SCHEMES,
+    allowed_transitions,
+    entity_spans,
+    normalize_scheme,
+    parse_tag,
+)
 
 __all__ = [
+    "SCHEMES",
+    "allowed_transitions",
+    "entity_spans",
+    "normalize_scheme",
+    "parse_tag",
     "addressing_attention",
     "attention_mechanisms",
     "fused",

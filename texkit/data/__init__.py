@@ -11,6 +11,9 @@ from texkit.data.bert_pretraining import (
     pack_pair,
     pretraining_dataset,
 )
+from texkit.data.char_vocab import CharVocab
+from texkit.data.conll import Sentence, conll_file_ending, iter_conll, read_conll
+from texkit.data.conll_writer import write_conll
 from texkit.data.data_base import DataBase
 from texkit.data.embedding import (
     Embedding,
@@ -21,6 +24,7 @@ from texkit.data.embedding import (
 )
 from texkit.data.input_report import FieldReport, InputReport
 from texkit.data.scalar_data import MultiAlignedData, ScalarData
+from texkit.data.tagging_data import TaggingData
 from texkit.data.text_data import MonoTextData, PairedTextData
 from texkit.data.tfrecord_data import TFRecordData, write_tfrecords
 from texkit.data.tokenizers import (
@@ -37,6 +41,7 @@ __all__ = [
     "BERTTokenizer",
     "BatchIncrementalDecoder",
     "ByteLevelBPETokenizer",
+    "CharVocab",
     "DataBase",
     "Embedding",
     "EmbeddingFileError",
@@ -51,16 +56,22 @@ __all__ = [
     "PairedTextData",
     "PretrainedEmbedding",
     "ScalarData",
+    "Sentence",
     "SentencePieceTokenizer",
     "TFRecordData",
+    "TaggingData",
     "Vocab",
     "bert_pretraining",
+    "conll_file_ending",
+    "iter_conll",
     "load_glove",
     "load_word2vec",
     "make_nsp_pairs",
     "make_vocab",
     "pack_pair",
     "pretraining_dataset",
+    "read_conll",
     "split_tokens",
+    "write_conll",
     "write_tfrecords",
 ]

@@ -15,6 +15,9 @@ data):
 Tokens are split at ``delimiter`` (ASCII whitespace by default), or by a ``tokenizer`` given to
 the constructor: any function from a ``[n]`` string tensor to an ``[n, None]`` string
 ``RaggedTensor`` that runs in the graph, e.g. ``tensorflow_text.UnicodeScriptTokenizer().tokenize``.
+With ``unit: character`` every Unicode character of a line is a token (spaces and tabs too), for
+character-level models: ``max_seq_length`` then counts characters, and ``vocab_file`` is read as
+a :class:`~texkit.data.CharVocab` file (one character or escape per line).
 Lines go through the bad-input policy of :mod:`texkit.data.sources` (empty lines, invalid UTF-8,
 over-long lines), and every skipped or repaired line is counted in ``data.report``. A line of more
 than ``max_line_bytes`` bytes (1 MiB by default) is an error naming the file and line, found
@@ -29,6 +32,7 @@ from typing import Any
 import tensorflow as tf
 
 from texkit.data import file_scan, sources
+from texkit.data.char_vocab import CharVocab
 from texkit.data.data_base import DataBase
 from texkit.data.fields import Field, check_key_int
 from texkit.data.vocab import Vocab, split_tokens
@@ -50,6 +54,7 @@ def text_field_defaults(bos_token: str = "<BOS>", tfds_feature: str = "text") ->
         "compression_type": "",
         "vocab_file": "",
         "delimiter": None,
+        "unit": "token",
         "bos_token": bos_token,
         "eos_token": "<EOS>",
         "max_seq_length": None,
@@ -68,6 +73,8 @@ TEXT_FIELD_DOC = {
     "compression_type": "'' , 'GZIP' or 'ZLIB'.",
     "vocab_file": "Vocabulary file, one token per line (see tx.data.Vocab).",
     "delimiter": "Token separator (None: runs of ASCII whitespace).",
+    "unit": "'token' (split at delimiter) or 'character' (every Unicode character, spaces "
+    "included, is a token; vocab_file is a tx.data.CharVocab file; delimiter must be None).",
     "bos_token": "Token prepended to every sequence ('': none).",
     "eos_token": "Token appended to every sequence ('': none).",
     "max_seq_length": "Most tokens per sequence, BOS/EOS not counted (None: no limit).",
@@ -80,6 +87,17 @@ TEXT_FIELD_DOC = {
     "naming file and line, found before the line is read whole.",
     "tfds_feature": "The text feature's name when source is 'tfds'.",
 }
+
+
+def _check_unit(hparams: Any, key: str, tokenizer: Any) -> None:
+    if hparams.unit not in ("token", "character"):
+        raise HParamsError(f"expected 'token' or 'character', got {hparams.unit!r}", f"{key}.unit")
+    if hparams.unit == "character" and hparams.delimiter is not None:
+        raise HParamsError(
+            "must be None with unit: character (every character is a token)", f"{key}.delimiter"
+        )
+    if hparams.unit == "character" and tokenizer is not None:
+        raise HParamsError("a tokenizer splits tokens; give it with unit: token", f"{key}.unit")
 
 
 class TextField(Field):
@@ -98,6 +116,7 @@ class TextField(Field):
     ):
         super().__init__(name, key, hparams)
         self.prefix = prefix
+        _check_unit(hparams, key, tokenizer)
         if tokenizer is not None and hparams.delimiter is not None:
             raise HParamsError("give a delimiter or a tokenizer, not both", f"{key}.delimiter")
         self._tokenizer = tokenizer
@@ -124,13 +143,19 @@ class TextField(Field):
             if not hparams.vocab_file:
                 raise HParamsError("a vocabulary file is required", f"{key}.vocab_file")
             try:
-                vocab = Vocab(
+                vocab = (CharVocab if hparams.unit == "character" else Vocab)(
                     hparams.vocab_file,
                     bos_token=hparams.bos_token or "<BOS>",
                     eos_token=hparams.eos_token or "<EOS>",
                 )
             except (ValueError, FileNotFoundError) as error:
                 raise type(error)(f"{error} (hparams '{key}.vocab_file')") from None
+        elif isinstance(vocab, CharVocab) != (hparams.unit == "character"):
+            raise HParamsError(
+                f"the shared vocabulary is {'not ' * (hparams.unit == 'character')}a character "
+                "vocabulary: give both inputs the same unit",
+                f"{key}.unit",
+            )
         self.vocab = vocab
         for token in ("bos_token", "eos_token"):
             if hparams[token] and hparams[token] not in vocab.token_to_id_map_py:
@@ -138,6 +163,8 @@ class TextField(Field):
         self.num_special = bool(hparams.bos_token) + bool(hparams.eos_token)
 
     def _split(self, lines: Any) -> Any:
+        if self.hparams.unit == "character":
+            return tf.strings.unicode_split(lines, "UTF-8")
         if self._tokenizer is None:
             return split_tokens(lines, self.hparams.delimiter)
         tokens = self._tokenizer(lines)

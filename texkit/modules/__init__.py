@@ -8,6 +8,7 @@ from texkit.modules.bert_heads import (
     SpanHead,
     TokenTaggingHead,
 )
+from texkit.modules.char_embedders import CharCNNEmbedder, WordCharEmbedder
 from texkit.modules.classifiers import (
     BERTClassifier,
     Conv1DClassifier,
@@ -19,6 +20,8 @@ from texkit.modules.connectors import (
     MLPTransformConnector,
 )
 from texkit.modules.conv1d_network import Conv1DNetwork
+from texkit.modules.crf import CRF
+from texkit.modules.crf_heads import CRFTaggingHead
 from texkit.modules.decoders import (
     AttentionRNNDecoder,
     BasicRNNDecoder,
@@ -59,10 +62,13 @@ __all__ = [
     "BERTNextSentenceHead",
     "BERTPretrainer",
     "BidirectionalRNNEncoder",
+    "CharCNNEmbedder",
     "ConstantConnector",
     "Conv1DClassifier",
     "Conv1DEncoder",
     "Conv1DNetwork",
+    "CRF",
+    "CRFTaggingHead",
     "DistilBERTEncoder",
     "ELECTRAEncoder",
     "FeedForwardNetwork",
@@ -88,5 +94,6 @@ __all__ = [
     "TransformerEncoder",
     "UnidirectionalRNNClassifier",
     "UnidirectionalRNNEncoder",
+    "WordCharEmbedder",
     "WordEmbedder",
 ]
