@@ -118,6 +118,8 @@ def test_map_ids_to_text_py_leaves_out_pad_bos_and_eos():
         vocab.map_ids_to_text_py([[4]])
     with pytest.raises(ValueError, match="id 9 is outside"):
         vocab.map_ids_to_text_py([9])
+    with pytest.raises(ValueError, match="id -1 is outside"):
+        vocab.map_ids_to_text_py([4, -1])
 
 
 def python_char_ids(vocab, words, max_word_length, bow_eow):

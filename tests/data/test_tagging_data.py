@@ -151,6 +151,8 @@ def test_buckets_and_shuffling_keep_every_sentence(ner, plain):
     [
         ({"format": "conll2000"}, "dataset.format"),
         ({"tag_column": "POS"}, "dataset.tag_column"),
+        ({"word_column": "FORM"}, "dataset.word_column"),  # a CoNLL-U name, a conll2003 file
+        ({"format": "conllu", "num_columns": 10}, "dataset.num_columns"),
         ({"tags": ["O"], "tag_file": "tags.txt"}, "dataset.tag_file"),
         ({"tags": ["O", "O"]}, "dataset.tags"),
         ({"length_filter_mode": "drop"}, "dataset.length_filter_mode"),

@@ -1,4 +1,4 @@
-"""chrF and TER against sacrebleu's CHRF and TER objects called directly (corpus_score) on seeded
+"""chrF, TER and BLEU against sacrebleu's objects called directly (corpus_score) on seeded
 random corpora; the Keras metrics over any batching against one corpus_score."""
 
 import keras
@@ -7,6 +7,7 @@ import pytest
 import sacrebleu
 import tensorflow as tf
 
+import texkit as tx
 from texkit.evals import CHRF, TER, chrf, ter
 from texkit.evals.chrf_ter import _score, _statistics
 
@@ -157,3 +158,19 @@ def test_bad_input_in_a_tf_function_reaches_the_caller_with_its_message():
     with pytest.raises(tf.errors.OpError, match="references must have one item per hypothesis"):
         update(tf.constant(["a", "b"]), tf.constant(["a"]))
     assert np.isnan(float(metric.result()))
+
+
+@pytest.mark.parametrize("tokenize,smooth", [("13a", "exp"), ("none", "add-k")])
+def test_bleu_metric_over_batches_equals_one_corpus_score(tokenize, smooth):
+    hyps, refs = random_corpus(9, 23, 3)
+    metric = tx.evals.BLEU(tokenize=tokenize, smooth_method=smooth)
+    update = tf.function(metric.update_state)
+    for start in range(0, len(hyps), 5):
+        update(tf.constant(hyps[start : start + 5]), tf.ragged.constant(refs[start : start + 5]))
+    reference = sacrebleu.metrics.BLEU(tokenize=tokenize, smooth_method=smooth, force=True)
+    expected = sacrebleu_corpus_score(reference, hyps, refs)
+    assert float(metric.result()) == pytest.approx(expected, rel=1e-6)
+    restored = tx.evals.BLEU.from_config(metric.get_config())
+    assert restored.get_config() == metric.get_config()
+    with pytest.raises(ValueError, match="tokenize"):
+        tx.evals.BLEU(tokenize="moses")

@@ -311,6 +311,9 @@ def test_bad_batches_are_refused_and_change_nothing():
         confusion.update_state([0.0, 1.0], [0, 1])
     with pytest.raises(ValueError, match=r"scores \[batch, num_classes=3\]"):
         confusion.update_state([0, 1], [[0.2, 0.8], [0.9, 0.1]])
+    # One probability per example, as many examples as classes: still not scores per class.
+    with pytest.raises(ValueError, match=r"scores \[batch, num_classes=3\]"):
+        confusion.update_state([0, 1, 1], [0.2, 0.8, 0.9])
     np.testing.assert_array_equal(confusion.confusion_matrix.numpy(), before)
     for metric in (CorpusPearsonCorrelation(), CorpusSpearmanCorrelation(capacity=8)):
         metric.update_state([1.0, 2.0], [2.0, 1.0])

@@ -34,6 +34,13 @@ def test_the_corpora_cover_the_edge_cases():
     assert any(ord(ch) > 0x3000 for t in texts for ch in t)
 
 
+def test_unicode_whitespace_is_whitespace_as_in_jiwer():
+    case = RECORDED["unicode_whitespace"]
+    refs, hyps = case["references"], case["hypotheses"]
+    assert word_error_rate(refs, hyps) == pytest.approx(case["wer"], abs=1e-12)
+    assert char_error_rate(refs, hyps) == pytest.approx(case["cer"], rel=1e-12)
+
+
 def test_a_lone_tab_or_newline_separates_words_here_not_in_jiwer():
     case = RECORDED["lone_tab_and_newline"]
     # jiwer: "a\tb" and "one\ntwo" are one word each, so 2 + 2 edits over 2 + 1 words.

@@ -134,9 +134,15 @@ def test_texar_seq2seq_rl_config_migrates_and_trains(tmp_path, capsys):
         "self_critical"
     )
     assert "agent: " in text and "not carried" in text
+    # The migrated config trains; its Texar sizes (256 units) are shrunk for the test's time.
     quick = [o for o in seq2seq_rl.QUICK if not o.startswith("model.")]
+    small = [f"model.hparams.{key}={value}" for key, value in (
+        ("embedder.dim", 16), ("encoder.rnn_cell_fw.kwargs.units", 16),
+        ("decoder.rnn_cell.kwargs.units", 32), ("decoder.attention.kwargs.units", 32),
+        ("decoder.attention.attention_layer_size", 32))]  # fmt: skip
     result = seq2seq_rl.main(
-        ["--config", str(output), *quick, "run.train_steps=4", "run.checkpoint_every_steps=2",
-         "rl.run.train_steps=2", "rl.run.checkpoint_every_steps=1", "run.verbose=0"]
+        ["--config", str(output), *quick, *small, "run.train_steps=4",
+         "run.checkpoint_every_steps=2", "rl.run.train_steps=2", "rl.run.checkpoint_every_steps=1",
+         "run.verbose=0"]
     )  # fmt: skip
     assert math.isfinite(result["after"]["beam"]) and len(result["history"]["reward"]) == 2

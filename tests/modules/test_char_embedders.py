@@ -181,6 +181,8 @@ def test_bad_arguments_and_inputs():
         embedder(np.array([1, 2], np.int32))
     with pytest.raises(ValueError, match="give vocab_size or init_value"):
         WordCharEmbedder(char_vocab_size=VOCAB)
+    with pytest.raises(ValueError, match="char_vocab_size must be a positive int, got None"):
+        WordCharEmbedder(5)
     with pytest.raises(HParamsError, match="'char.cnn.kernel_sizes.0'"):
         WordCharEmbedder(5, 6, hparams={"char": {"cnn": {"kernel_sizes": [0]}}})
     with pytest.raises(HParamsError, match="'word.dim'"):

@@ -244,7 +244,8 @@ class CharVocab(Vocab):
         ids = np.asarray(ids)
         if ids.ndim != 1:
             raise ValueError(f"ids must be 1-D, got shape {ids.shape}")
-        kept = ids[ids > self.eos_token_id] if ids.size else ids
+        # Negative ids are kept, for map_ids_to_tokens_py to refuse.
+        kept = ids[(ids < 0) | (ids > self.eos_token_id)] if ids.size else ids
         return "".join(self.map_ids_to_tokens_py(kept).tolist())
 
     def words_to_char_ids(self, words: Any, max_word_length: int, bow_eow: bool = False) -> Any:

@@ -46,6 +46,10 @@ _MODES = ("truncate", "discard")
 
 def _columns(format: str, word_column: Any, tag_column: Any) -> tuple[int, int]:
     words, tags = _DEFAULT_COLUMNS[format]
+    for given in (word_column, tag_column):
+        # CoNLL-U's names would silently pick another column of a CoNLL-2003 file.
+        if format == "conll2003" and isinstance(given, str):
+            raise ValueError(f"conll2003 columns have no names: give an index, got {given!r}")
     return (
         conll.column_index(words if word_column is None else word_column),
         conll.column_index(tags if tag_column is None else tag_column),
@@ -86,6 +90,10 @@ class _TagField(Field):
         if columns is not None and columns != "any" and not _positive_int(columns):
             raise HParamsError(
                 f"expected None, 'any' or a positive int, got {columns!r}", f"{key}.num_columns"
+            )
+        if columns is not None and hparams.format == "conllu":
+            raise HParamsError(
+                "conll2003 only: CoNLL-U lines have 10 columns", f"{key}.num_columns"
             )
         if hparams.length_filter_mode not in _MODES:
             raise HParamsError(
@@ -258,8 +266,8 @@ def _ranked(counts: collections.Counter, lowercase: bool) -> list[str]:
 TAGGING_FIELD_DOC = {
     "files": "CoNLL files (paths or glob patterns), read in order; one string is a list of one.",
     "format": "'conll2003' (whitespace-separated columns) or 'conllu' (see tx.data.conll).",
-    "word_column": "Column of the words, an index or a CoNLL-U name (None: 0 for conll2003, "
-    "'FORM' for conllu).",
+    "word_column": "Column of the words, an index or (conllu) a CoNLL-U name (None: 0 for "
+    "conll2003, 'FORM' for conllu).",
     "tag_column": "Column of the tags (None: -1, the last, for conll2003; 'UPOS' for conllu).",
     "num_columns": "conll2003: the columns of every token line (None: as many as the first; "
     "'any': lines may differ).",

@@ -2,8 +2,9 @@
 dataset (``update_state`` per batch, ``result()`` over everything seen):
 
 * translation and generation: BLEU, chrF and TER through sacrebleu (:mod:`~texkit.evals.bleu`,
-  :mod:`~texkit.evals.chrf_ter`), ROUGE through Google's ``rouge-score``
-  (:mod:`~texkit.evals.rouge`), word and character error rates (:mod:`~texkit.evals.error_rates`);
+  :mod:`~texkit.evals.chrf_ter`, whose :class:`BLEU` is BLEU's Keras metric), ROUGE through
+  Google's ``rouge-score`` (:mod:`~texkit.evals.rouge`), word and character error rates
+  (:mod:`~texkit.evals.error_rates`);
 * extractive QA: SQuAD exact match and F1 (:mod:`~texkit.evals.squad`);
 * tagging: entity-level precision, recall and F1 for IOB1, IOB2, IOBES and BILOU
   (:mod:`~texkit.evals.entities`), token accuracy (:mod:`~texkit.evals.token_metrics`);
@@ -19,7 +20,7 @@ from texkit.evals.bleu import (
     sentence_bleu,
     sentence_bleu_moses,
 )
-from texkit.evals.chrf_ter import CHRF, TER, chrf, ter
+from texkit.evals.chrf_ter import BLEU, CHRF, TER, chrf, ter
 from texkit.evals.classification import (
     CorpusF1Score,
     MatthewsCorrelation,
@@ -39,6 +40,7 @@ from texkit.evals.squad import SQuAD, normalize_answer, squad, squad_exact_match
 from texkit.evals.token_metrics import Accuracy, Perplexity, accuracy, perplexity
 
 __all__ = [
+    "BLEU",
     "Accuracy",
     "BLEUScore",
     "CHRF",

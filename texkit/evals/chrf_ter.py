@@ -1,4 +1,4 @@
-"""chrF and TER through sacrebleu, over a corpus and accumulated over a dataset.
+"""chrF and TER through sacrebleu, over a corpus and accumulated over a dataset; BLEU too.
 
 :func:`chrf` and :func:`ter` are sacrebleu's corpus scores (``sacrebleu.metrics.CHRF`` and
 ``TER``, ``corpus_score``), from 0 to 100 as sacrebleu gives them, on detokenized text
@@ -15,8 +15,9 @@ Each hypothesis has one or more references, and hypotheses may have different nu
 
 :class:`CHRF` and :class:`TER` are Keras metrics that add up sacrebleu's *sufficient statistics*
 (per order, the hypothesis, reference and matching n-gram counts for chrF; the edits and the
-reference length for TER), so their result over a dataset equals sacrebleu's corpus score over
-all of it, however it is batched, not a mean of per-batch scores. The statistics come from the
+reference length for TER), and :class:`BLEU` those of BLEU (matches and totals per order, the
+hypothesis and reference lengths), so their result over a dataset equals sacrebleu's corpus score
+over all of it, however it is batched, not a mean of per-batch scores. The statistics come from the
 two methods sacrebleu's own significance tests (paired bootstrap resampling, approximate
 randomization) call, ``_extract_corpus_statistics`` and ``_compute_score_from_stats``; they are
 private by name, so texkit calls each in one place only (``_statistics`` and ``_score`` here),
@@ -35,7 +36,7 @@ import tensorflow as tf
 from texkit.evals._host_metric import HostMetric
 from texkit.evals._texts import as_reference_lists, as_texts, check_corpus
 
-__all__ = ["CHRF", "TER", "chrf", "ter"]
+__all__ = ["BLEU", "CHRF", "TER", "chrf", "ter"]
 
 
 def _corpus(hypotheses: Any, references: Any) -> tuple[list[str], list[list[str | None]]]:
@@ -277,6 +278,77 @@ class TER(_SacrebleuMetric):
             "no_punct": no_punct,
             "asian_support": asian_support,
             "case_sensitive": case_sensitive,
+        }
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), **self._arguments}
+
+
+@keras.saving.register_keras_serializable(package="texkit")
+class BLEU(_SacrebleuMetric):
+    """Corpus BLEU over a dataset: sacrebleu's ``BLEU.corpus_score`` of all the pairs seen, 0 to
+    100 (the BLEU of :mod:`texkit.evals.bleu`, whose functions take a whole corpus, as a metric).
+
+    Used as :class:`CHRF` is (``update_state(hypotheses, references)``, hypotheses first as in
+    sacrebleu); ``result()`` equals the corpus score over all the pairs, however they were
+    batched (the metric adds up sacrebleu's match and length counts); NaN before any pair.
+
+    Args:
+        tokenize: sacrebleu's tokenizer: ``"13a"`` (its default, for detokenized text, what
+            papers report), ``"none"`` for text already tokenized (as :func:`corpus_bleu`),
+            ``"intl"``, ``"zh"``, ``"char"`` ...
+        lowercase: compare lowercased text.
+        smooth_method: ``"exp"`` (sacrebleu's default), ``"none"``, ``"floor"``, ``"add-k"``.
+        max_ngram_order: the highest n-gram order (4).
+        name: the metric's name (default ``"bleu"``).
+        dtype: the dtype of the result (float32 by default).
+
+    Example:
+        >>> metric = BLEU()
+        >>> metric.update_state(["the cat sat on the mat ."], [["the cat sat on a mat ."]])
+        >>> metric.update_state(["a dog barked"], [["the dog barked", "a dog barks"]])
+        >>> expected = sacrebleu.corpus_bleu(
+        ...     ["the cat sat on the mat .", "a dog barked"],
+        ...     [["the cat sat on a mat .", "the dog barked"], [None, "a dog barks"]])
+        >>> round(float(metric.result()), 4) == round(expected.score, 4)
+        True
+    """
+
+    def __init__(
+        self,
+        tokenize: str = "13a",
+        lowercase: bool = False,
+        smooth_method: str = "exp",
+        max_ngram_order: int = 4,
+        name: str = "bleu",
+        dtype: Any = None,
+    ):
+        _check_int(max_ngram_order, "max_ngram_order", 1)
+        if not isinstance(lowercase, bool):
+            raise TypeError(f"lowercase must be a bool, got {lowercase!r}")
+        if smooth_method not in sacrebleu.metrics.BLEU.SMOOTH_DEFAULTS:
+            raise ValueError(
+                f"smooth_method must be one of {sorted(sacrebleu.metrics.BLEU.SMOOTH_DEFAULTS)}, "
+                f"got {smooth_method!r}"
+            )
+        if tokenize not in sacrebleu.metrics.BLEU.TOKENIZERS:
+            raise ValueError(
+                f"tokenize must be one of {sorted(sacrebleu.metrics.BLEU.TOKENIZERS)}, got "
+                f"{tokenize!r}"
+            )
+        metric = sacrebleu.metrics.BLEU(
+            tokenize=tokenize,
+            lowercase=lowercase,
+            smooth_method=smooth_method,
+            max_ngram_order=max_ngram_order,
+            force=True,
+        )
+        super().__init__(metric, 2 + 2 * max_ngram_order, name, dtype)
+        self._arguments = {
+            "tokenize": tokenize,
+            "lowercase": lowercase,
+            "smooth_method": smooth_method,
+            "max_ngram_order": max_ngram_order,
         }
 
     def get_config(self) -> dict[str, Any]:

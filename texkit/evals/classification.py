@@ -233,7 +233,8 @@ class _ConfusionMetric(keras.metrics.Metric):
         labels = tf.convert_to_tensor(labels)
         predictions = tf.convert_to_tensor(predictions)
         if predictions.dtype.is_floating:
-            if predictions.shape.rank is None or predictions.shape[-1] != self.num_classes:
+            rank = predictions.shape.rank
+            if rank is None or rank < 2 or predictions.shape[-1] != self.num_classes:
                 raise ValueError(
                     "float predictions must be scores [batch, num_classes="
                     f"{self.num_classes}], got shape {tuple(predictions.shape)}; pass class ids "

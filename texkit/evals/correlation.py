@@ -24,7 +24,7 @@ last axis of each batch and averages those values, which differs from the correl
 whole dataset. Neither takes
 ``sample_weight``. Ties get the average of their ranks, as in SciPy's ``rankdata``. A constant
 side gives NaN, as in SciPy; fewer than two pairs give NaN from the metrics and a ``ValueError``
-from the functions, which SciPy raises too.
+from the functions (as SciPy's ``pearsonr``; its ``spearmanr`` returns NaN).
 """
 
 from __future__ import annotations

@@ -5,11 +5,16 @@ insertions turning each reference into its hypothesis) over the total length of 
 as ``jiwer`` (4.x) computes ``wer`` and ``cer`` by default over lists of sentences: a corpus
 rate, not a mean of sentence rates. It can exceed 1.
 
-* Words: the text is split on runs of ASCII whitespace (leading and trailing whitespace
-  ignored). jiwer splits on the space character after collapsing runs of whitespace; the two
-  agree except on a lone tab or newline between words, which jiwer keeps inside a word.
-* Characters: Unicode code points (UTF-8 decoded) after leading and trailing ASCII whitespace is
-  stripped; the spaces inside count as characters, as in jiwer.
+Whitespace is what Python's ``str.isspace`` says it is (ASCII whitespace, the no-break space,
+the ideographic space U+3000 and the other Unicode spaces), as in jiwer's default transforms.
+
+* Words: split at runs of whitespace, leading and trailing whitespace ignored, as jiwer does
+  (it turns every run of two or more whitespace characters into a space, then splits on the
+  space). The one difference: a lone tab, newline, carriage return, vertical tab or form feed
+  between two words separates them here and is part of the word in jiwer; a lone Unicode space
+  (U+00A0, U+3000) is part of the word in both.
+* Characters: Unicode code points (UTF-8 decoded) after leading and trailing whitespace is
+  stripped; the whitespace inside counts as characters, as in jiwer.
 * References without any words (or characters): jiwer divides by the total reference length
   only when it is not zero, and otherwise returns the number of insertions; here it is the
   same, ``edits / max(total reference length, 1)``.
@@ -41,10 +46,20 @@ def _as_strings(value: Any, what: str) -> tf.Tensor:
     return tensor
 
 
+# The characters of Python's str.isspace(), which jiwer's re "\\s" and str.strip() use, as an RE2
+# class (tf.strings.split and tf.strings.strip know ASCII whitespace only).
+_SPACE = (
+    "[\\t-\\r\\x{1c}-\\x{20}\\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}"
+    "\\x{202f}\\x{205f}\\x{3000}]"
+)
+
+
 def _units(texts: tf.Tensor, unit: str) -> tf.RaggedTensor:
+    texts = tf.strings.regex_replace(texts, f"^{_SPACE}+|{_SPACE}+$", "")
     if unit == "word":
-        return tf.strings.split(texts)
-    return tf.strings.unicode_split(tf.strings.strip(texts), "UTF-8")
+        # jiwer's RemoveMultipleSpaces: a run of two or more whitespace characters is a space.
+        return tf.strings.split(tf.strings.regex_replace(texts, f"{_SPACE}{_SPACE}+", " "))
+    return tf.strings.unicode_split(texts, "UTF-8")
 
 
 def _edit_counts(references: Any, hypotheses: Any, unit: str) -> tuple[tf.Tensor, tf.Tensor]:

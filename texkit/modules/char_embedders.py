@@ -266,6 +266,7 @@ class WordCharEmbedder(ModuleBase):
         hparams: Mapping | HParams | None = None,
         **kwargs: Any,
     ):
+        char_vocab_size = _check_size(char_vocab_size, "char_vocab_size")
         super().__init__(hparams, **kwargs)
         hp = self.hparams
         layer = {"dtype": self.dtype_policy}
