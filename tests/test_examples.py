@@ -30,9 +30,9 @@ from tests.real_data import BBC_NEWS, MINILM, require_package
 from texkit.cli import main as texkit_command
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir))
-EXAMPLES = ("bert_classifier", "bert_pretrain", "gpt2_generation", "language_model",
+EXAMPLES = ("bert_classifier", "bert_pretrain", "char_lm", "gpt2_generation", "language_model",
             "lm_rl", "sentence_classifier", "seq2seq_attn", "seq2seq_rl", "seqgan",
-            "testament_classifier", "text_vae", "transformer")  # fmt: skip
+            "sequence_tagging", "testament_classifier", "text_vae", "transformer")  # fmt: skip
 
 
 def config_of(name):
