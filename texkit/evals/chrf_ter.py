@@ -180,9 +180,13 @@ def ter(
 class _SacrebleuMetric(HostMetric):
     """A Keras metric summing a sacrebleu metric's statistics; ``result()`` is its score."""
 
-    def __init__(self, metric: Any, num_statistics: int, name: str, dtype: Any):
+    def __init__(self, metric: Any, num_statistics: int, arguments: dict, name: str, dtype: Any):
         super().__init__(num_statistics, name=name, dtype=dtype)
         self._sacrebleu = metric
+        self._arguments = arguments  # the subclass's constructor arguments, for get_config
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), **self._arguments}
 
     def batch_statistics(self, hypotheses: Any, references: Any) -> np.ndarray:
         return _statistics(self._sacrebleu, hypotheses, references)
@@ -235,8 +239,7 @@ class CHRF(_SacrebleuMetric):
         dtype: Any = None,
     ):
         metric = _chrf_metric(char_order, word_order, beta, lowercase, whitespace, eps_smoothing)
-        super().__init__(metric, 3 * (char_order + word_order), name, dtype)
-        self._arguments = {
+        arguments = {
             "char_order": char_order,
             "word_order": word_order,
             "beta": beta,
@@ -244,9 +247,7 @@ class CHRF(_SacrebleuMetric):
             "whitespace": whitespace,
             "eps_smoothing": eps_smoothing,
         }
-
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), **self._arguments}
+        super().__init__(metric, 3 * (char_order + word_order), arguments, name, dtype)
 
 
 @keras.saving.register_keras_serializable(package="texkit")
@@ -272,16 +273,13 @@ class TER(_SacrebleuMetric):
         dtype: Any = None,
     ):
         metric = _ter_metric(normalized, no_punct, asian_support, case_sensitive)
-        super().__init__(metric, 2, name, dtype)
-        self._arguments = {
+        arguments = {
             "normalized": normalized,
             "no_punct": no_punct,
             "asian_support": asian_support,
             "case_sensitive": case_sensitive,
         }
-
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), **self._arguments}
+        super().__init__(metric, 2, arguments, name, dtype)
 
 
 @keras.saving.register_keras_serializable(package="texkit")
@@ -343,13 +341,10 @@ class BLEU(_SacrebleuMetric):
             max_ngram_order=max_ngram_order,
             force=True,
         )
-        super().__init__(metric, 2 + 2 * max_ngram_order, name, dtype)
-        self._arguments = {
+        arguments = {
             "tokenize": tokenize,
             "lowercase": lowercase,
             "smooth_method": smooth_method,
             "max_ngram_order": max_ngram_order,
         }
-
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), **self._arguments}
+        super().__init__(metric, 2 + 2 * max_ngram_order, arguments, name, dtype)
