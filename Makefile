@@ -34,7 +34,7 @@ demo: $(VENV)/.installed
 # The import graph of DESIGN section 9 (contracts in setup.cfg), then the tests and doctests.
 test: $(VENV)/.installed
 	$(BIN)/lint-imports --no-logo
-	$(BIN)/python -m pytest -q tests texkit --doctest-modules --durations=25
+	$(BIN)/python -m pytest -q tests texkit --doctest-modules --durations=60
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check $(LINTED)
