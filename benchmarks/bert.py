@@ -102,7 +102,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # as import texkit does
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from common import Case, Worker, machine, measure, serve_if_worker, table  # noqa: E402

@@ -22,7 +22,7 @@ import os
 import platform
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # as import texkit does
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402

@@ -13,10 +13,9 @@ import os
 import sys
 from typing import Any
 
-# texkit runs on Keras' TensorFlow backend; importing it for autodoc should not fill the build's
-# output with TensorFlow's C++ log lines.
+# texkit runs on Keras' TensorFlow backend; importing texkit (below, before TensorFlow) keeps
+# TensorFlow's C++ log lines out of the build's output.
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.abspath(".."))
 
 from sphinx.util import inspect as sphinx_inspect  # noqa: E402

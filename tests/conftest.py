@@ -1,8 +1,8 @@
 import os
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import texkit  # noqa: E402, F401, I001  (first, as in a user's script: TensorFlow's C++ log quiet)
 import tensorflow as tf  # noqa: E402
 
 # Two logical CPU devices for the distribution tests; this must happen before TensorFlow's

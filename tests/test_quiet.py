@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from texkit._quiet import _c_stderr_filtered
+from texkit._quiet import _c_stderr_filtered, asks_verbose
 
 
 def test_quiet_tensorflow_drops_the_lines_the_level_hides_and_keeps_the_rest(capfd):
@@ -32,3 +32,21 @@ def test_quiet_tensorflow_drops_the_lines_the_level_hides_and_keeps_the_rest(cap
         os.write(2, written)
         raise ImportError("a broken library")
     assert capfd.readouterr().err == written.decode()
+
+
+@pytest.mark.parametrize(
+    "argv, verbose",
+    [
+        (["/venv/bin/texkit", "train", "x.yaml", "--verbose"], True),
+        (["/venv/bin/texkit", "--verbose", "hparams", "WordEmbedder"], True),
+        (["/venv/bin/texkit", "train", "x.yaml"], False),
+        # While Python imports the packages of a module run with -m, argv[0] is "-m".
+        (["-m", "--config", "c.yaml", "--verbose"], True),
+        # Another program's --verbose is its own: TensorFlow stays quiet.
+        (["/usr/bin/pytest", "--verbose"], False),
+        (["train.py", "--verbose"], False),
+        ([], False),
+    ],
+)
+def test_verbose_is_asked_by_the_texkit_command_and_python_m_modules_only(argv, verbose):
+    assert asks_verbose(argv) is verbose

@@ -11,7 +11,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 from texkit._quiet import quiet_tensorflow  # noqa: E402
 
-quiet_tensorflow()  # TF_CPP_MIN_LOG_LEVEL=2 unless set, also for the lines TF logs while loading
+quiet_tensorflow()  # TF_CPP_MIN_LOG_LEVEL=3 unless set (0 with --verbose), see texkit/_quiet.py
 
 from texkit import (  # noqa: E402
     core,

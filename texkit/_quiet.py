@@ -1,10 +1,20 @@
-"""Quiet TensorFlow start-up: its C++ info and warning lines hidden unless the user asks for them.
+"""Quiet TensorFlow: its C++ log lines hidden unless the user asks for them.
 
-``import texkit`` sets ``TF_CPP_MIN_LOG_LEVEL`` to 2 (warnings and errors hidden from TensorFlow's
-C++ logging, errors shown) unless the user set it, as it sets ``KERAS_BACKEND``. TensorFlow 2.21
-reads the variable for most of its logging, but a few lines its libraries log while they load
-(oneDNN, "Could not find cuda drivers") go through absl before TensorFlow configures it and
-ignore the variable; so TensorFlow is imported here, and exactly those lines are dropped at the
+TensorFlow logs from C++ at four levels (INFO, WARNING, ERROR, FATAL), and ``TF_CPP_MIN_LOG_LEVEL``
+hides the levels below it. Its own default (0) shows everything; level 2 still shows ERROR lines,
+which on an ordinary CPU machine are noise that TensorFlow prints itself after ``import
+tensorflow`` returns: "failed call to cuInit" when the first op looks for a GPU, "oneDNN supports
+DT_BOOL only on platforms with AVX-512" when a graph first transposes a boolean mask, and under
+``tf.distribute`` the collective executor's lines when a worker is lost (texkit then raises its own
+error, which says what happened). Real failures reach Python as exceptions, and FATAL lines are
+never hidden. So ``import texkit`` sets the level to 3 unless the user set it (as it sets
+``KERAS_BACKEND``), and ``--verbose`` on the command line of the ``texkit`` command or of a module
+run with ``python -m`` (the examples) sets it to 0. TensorFlow reads the variable once, when it
+loads: set it before texkit or TensorFlow is imported.
+
+A few lines that TensorFlow's libraries log while they load (oneDNN, "Could not find cuda
+drivers") go through absl before TensorFlow configures it and ignore the variable; so TensorFlow
+is imported here with file descriptor 2 held back, and exactly those lines are dropped at the
 same level. Standard library only: this runs before anything else of texkit.
 """
 
@@ -62,16 +72,26 @@ def _c_stderr_filtered(min_level: int) -> Iterator[None]:
             sys.stderr.flush()
 
 
-def quiet_tensorflow() -> None:
-    """Shows TensorFlow's C++ errors but not its info and warning lines, unless the user chose a
-    level with ``TF_CPP_MIN_LOG_LEVEL``; call it before TensorFlow is imported.
+# The level texkit picks when the user did not: INFO, WARNING and ERROR lines hidden.
+QUIET_LEVEL = "3"
 
-    TensorFlow 2.21 reads ``TF_CPP_MIN_LOG_LEVEL`` for most of its C++ logging, but a few lines
-    that its libraries log while they load (oneDNN, "Could not find cuda drivers") go through
-    absl before TensorFlow configures it and ignore the variable. So TensorFlow is imported here,
-    and those lines are dropped at the same level.
-    """
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+def asks_verbose(argv: list[str]) -> bool:
+    """Whether the command line is the ``texkit`` command's or a ``python -m`` module's (while
+    Python imports a ``-m`` module's packages, ``argv[0]`` is ``"-m"``) and has ``--verbose``."""
+    if not argv:
+        return False
+    program = argv[0] if argv[0] == "-m" else os.path.basename(argv[0])
+    return program in ("-m", "texkit") and "--verbose" in argv[1:]
+
+
+def quiet_tensorflow() -> None:
+    """Sets ``TF_CPP_MIN_LOG_LEVEL`` to 3 unless the user chose a level (0 with ``--verbose``,
+    see :func:`asks_verbose`), and imports TensorFlow with the lines it logs while loading
+    filtered at that level. Call it before TensorFlow is imported."""
+    if asks_verbose(sys.argv):
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", QUIET_LEVEL)
     if "tensorflow" in sys.modules:
         return
     try:

@@ -331,17 +331,39 @@ def _migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+_DESCRIPTION = (
+    "texkit: print a class's default hparams; train, evaluate, predict with and export an "
+    "experiment; migrate a Texar config. TensorFlow's own log lines are hidden unless "
+    "--verbose (or TF_CPP_MIN_LOG_LEVEL) asks for them."
+)
+
+
+def _verbose_option() -> argparse.ArgumentParser:
+    """``--verbose``, which every command takes. It acts before TensorFlow loads (see
+    :mod:`texkit._quiet`); the parsers only accept it."""
+    option = argparse.ArgumentParser(add_help=False)
+    option.add_argument(
+        "--verbose", action="store_true",
+        help="also show TensorFlow's own log lines (its C++ info, warnings and errors)",
+    )  # fmt: skip
+    return option
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = argparse.ArgumentParser(prog="texkit", description=__doc__.split("\n")[0])
+    verbose = _verbose_option()
+    parser = argparse.ArgumentParser(prog="texkit", description=_DESCRIPTION, parents=[verbose])
     commands = parser.add_subparsers(dest="command", required=True)
-    show = commands.add_parser("hparams", help="print a class's default hparams as YAML")
+    show = commands.add_parser(
+        "hparams", help="print a class's default hparams as YAML", parents=[verbose]
+    )
     show.add_argument("name", help="a registered name, e.g. WordEmbedder")
     show.add_argument("overrides", nargs="*", help="key=value overrides, e.g. dim=64")
     for name, text in _RUN_COMMANDS.items():
-        _add_run_arguments(commands.add_parser(name, help=text), name)
+        _add_run_arguments(commands.add_parser(name, help=text, parents=[verbose]), name)
     migrate = commands.add_parser(
         "migrate",
+        parents=[verbose],
         help="a Texar config file as a texkit experiment",
         description=(
             "Writes a Texar config file as a texkit experiment YAML. The config file is run as "
@@ -369,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in _RUN_COMMANDS:
         # Options may come before, between or after the key=value overrides.
         command = argparse.ArgumentParser(
-            prog=f"texkit {argv[0]}", description=_RUN_COMMANDS[argv[0]]
+            prog=f"texkit {argv[0]}", description=_RUN_COMMANDS[argv[0]], parents=[verbose]
         )
         _add_run_arguments(command, argv[0])
         args = command.parse_intermixed_args(argv[1:])

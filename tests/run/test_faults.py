@@ -5,6 +5,7 @@ resumed runs must end with the weights of a run that was never interrupted.
 """
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -204,6 +205,8 @@ def test_a_worker_killed_mid_run_fails_the_other_at_once_and_both_resume(tmp_pat
     assert code == 75, output
     assert "lost worker 1 of the cluster" in output, output
     assert f"the last checkpoint is {tmp_path / 'run' / 'ckpt-10'}" in output, output
+    # texkit's message alone: not TensorFlow's collective executor and gRPC log lines before it.
+    assert not re.search(r"^[IWE]\d{4} ", output, re.M), output
     assert failed_at - killed_at < 30, "the survivor should fail at once, not wait"
     # Both started again: the run resumes at step 10 and ends as an uninterrupted one.
     for code, output in _two_workers(hparams, tmp_path, "run"):

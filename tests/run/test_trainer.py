@@ -48,7 +48,8 @@ def _run_job(hparams, weights_out, env=None, kill_at_step=None, wait=True, **opt
     }
     process = subprocess.Popen(
         [sys.executable, JOB, json.dumps(config)],
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})},
+        # TF_CPP_MIN_LOG_LEVEL as in a user's shell: texkit's quiet default.
+        env={**{k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}, **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -19,11 +19,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+# isort: off
+# texkit first, as in a user's script: it keeps TensorFlow's C++ log lines out.
+import texkit as tx  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import toy_experiment  # noqa: E402, F401  (registers the toy builders)
-
-import texkit as tx  # noqa: E402
+# isort: on
 
 
 class SignalAt(keras.callbacks.Callback):
