@@ -6,8 +6,10 @@ The examples are the package ``examples`` at the repository root (pytest puts th
 """
 
 import collections
+import importlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,20 +42,22 @@ def config_of(name):
     return os.path.join(ROOT, "examples", name, "config.yaml")
 
 
-def help_run(folder, name):
-    """The README's command of ``examples/<name>`` with --help, in a fresh process;
-    TF_CPP_MIN_LOG_LEVEL unset, as in a user's shell."""
+def example_run(folder, name, *args):
+    """The README's command of ``examples/<name>`` with ``args``, in a fresh process, stdout and
+    stderr pipes; TF_CPP_MIN_LOG_LEVEL unset, as in a user's shell. ``folder`` is the job's."""
     environment = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     return subprocess.run(
-        [sys.executable, "-m", f"examples.{name}.train", "--help"],
-        cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", f"examples.{name}.train", *args],
+        cwd=ROOT, env=environment, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
 
 
 HELP_TEST = "test_each_example_runs_as_a_module_from_the_root_and_keeps_tensorflow_quiet"
 for _name in EXAMPLES:
     # Each run is a process that mostly imports TensorFlow: it runs while other tests do.
-    process_job(f"{HELP_TEST}[{_name}]", help_run, _name)
+    process_job(f"{HELP_TEST}[{_name}]", example_run, _name, "--help")
+VERBOSE_TEST = "test_verbose_shows_tensorflow_log_lines"
+process_job(VERBOSE_TEST, example_run, "testament_classifier", "--help", "--verbose")
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -61,14 +65,33 @@ def test_each_example_runs_as_a_module_from_the_root_and_keeps_tensorflow_quiet(
     result = job_result(f"{HELP_TEST}[{name}]")
     assert result.returncode == 0, result.stderr
     assert "--config" in result.stdout
-    assert_no_tensorflow_info_lines(result.stderr)
+    # Every example accepts --verbose (texkit reads it before TensorFlow loads).
+    assert "--verbose" in result.stdout and "TensorFlow's own log lines" in result.stdout
+    assert_no_tensorflow_info_lines(result.stdout + result.stderr)
 
 
-def assert_no_tensorflow_info_lines(stderr):
-    """No line of TensorFlow's C++ start-up chatter: oneDNN, CUDA drivers, absl's banner."""
-    for marker in ("cudart_stub", "oneDNN custom operations", "absl::InitializeLog"):
-        assert marker not in stderr, stderr
-    assert not [line for line in stderr.splitlines() if line.startswith("I0000")], stderr
+def test_verbose_shows_tensorflow_log_lines():
+    """--verbose (on the command line of a ``python -m`` module) shows what is hidden without it,
+    which makes the test above one that can fail."""
+    result = job_result(VERBOSE_TEST)
+    assert result.returncode == 0, result.stderr
+    assert TENSORFLOW_LOG_LINE.search(result.stderr), result.stderr
+    assert "--verbose" in result.stdout
+
+
+# TensorFlow's C++ log lines: absl's "I0000 00:00:1795752795.633004 ..." (a level letter, month
+# and day) and TensorFlow's own "2026-11-27 04:30:00.123456: E ...".
+TENSORFLOW_LOG_LINE = re.compile(
+    r"^(?:[IWEF]\d{4} \d\d:\d\d:|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] )", re.M
+)
+
+
+def assert_no_tensorflow_info_lines(output):
+    """No line of TensorFlow's C++ log: oneDNN, CUDA drivers (the INFO lines and the ERROR lines
+    "failed call to cuInit" and oneDNN's DT_BOOL), absl's banner."""
+    for marker in ("cudart_stub", "oneDNN", "cuInit", "absl::InitializeLog"):
+        assert marker not in output, output
+    assert not TENSORFLOW_LOG_LINE.findall(output), output
 
 
 def test_bible_split_is_by_book_and_complete():
@@ -359,14 +382,65 @@ def check_quick_translation(result):
     assert result["bleu"] == pytest.approx(expected.score)
 
 
-def test_seq2seq_attn_quick_mode_trains_translates_and_scores_with_sacrebleu(tmp_path):
-    config = config_of("seq2seq_attn")
-    result = seq2seq_attn.main(
-        ["--config", config, "--quick", f"run.model_dir={tmp_path / 'run'}", "run.verbose=0"]
-    )
+def quick_translation_run(folder):
+    """seq2seq_attn's README command with --quick, in a fresh process; its result is
+    ``run/result.json`` in ``folder``."""
+    model_dir = folder / "run"
+    args = ("--config", config_of("seq2seq_attn"), "--quick", f"run.model_dir={model_dir}")
+    return example_run(folder, "seq2seq_attn", *args), model_dir
+
+
+QUICK_TEST = "test_seq2seq_attn_quick_mode_trains_translates_scores_and_reads_well_in_a_log"
+process_job(QUICK_TEST, quick_translation_run)
+
+
+def test_seq2seq_attn_quick_mode_trains_translates_scores_and_reads_well_in_a_log():
+    """The quick mode as a user runs it, its output going to a pipe (a log): TensorFlow quiet, no
+    Keras warning, no progress bar's long lines or control characters, a line per stage, and the
+    note that says what a quick run is for."""
+    process, model_dir = job_result(QUICK_TEST)
+    assert process.returncode == 0, process.stderr
+    out, err = process.stdout, process.stderr
+    assert_no_tensorflow_info_lines(out + err)
+    assert "UserWarning" not in err, err
+    for text in (out, err):
+        assert max(len(line) for line in text.splitlines()) <= 500, text
+        assert "\x08" not in text and "\x1b" not in text, repr(text)
+    lines = out.splitlines()
+    stages = [
+        "reading the Bible verse pairs (es -> en): 600 train, 338 dev, 24 test",
+        "training 20 steps",
+        "evaluating dev (338 verses)",
+        "translating test (24 verses, beam 3)",
+    ]
+    assert [line for line in lines if line in stages] == stages, out
+    note = lines[-1]
+    assert note.startswith("quick run: this only checks that the whole pipeline runs"), out
+    assert f"{seq2seq_attn.FULL_RUN} (examples/seq2seq_attn/README.md)" in note
+
+    # The result the run wrote: what it printed, and sacrebleu's BLEU of its translations.
+    with open(model_dir / "result.json", encoding="utf-8") as f:
+        result = json.load(f)
     check_quick_translation(result)
+    printed = re.search(r"test BLEU \(24 verses, beam 3\): (\d+\.\d\d)", out)
+    assert float(printed.group(1)) == pytest.approx(result["bleu"], abs=0.005)
     # The run kept its checkpoints and its resolved configuration.
-    assert (tmp_path / "run" / "hparams.yaml").exists()
+    assert (model_dir / "hparams.yaml").exists() and (model_dir / "ckpt-20.index").exists()
+
+
+def test_each_quick_mode_states_the_figures_of_its_readme():
+    """What a quick run's last line says the full run reaches is what the README measured."""
+    quick = 0
+    for name in EXAMPLES:
+        module = importlib.import_module(f"examples.{name}.train")
+        if not hasattr(module, "QUICK"):
+            continue
+        quick += 1
+        with open(os.path.join(ROOT, "examples", name, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        figures = re.findall(r"\d+\.\d+", module.FULL_RUN)
+        assert figures and all(figure in readme for figure in figures), (name, module.FULL_RUN)
+    assert quick == 9
 
 
 def test_transformer_quick_mode_trains_translates_resumes_and_scores_with_sacrebleu(tmp_path):

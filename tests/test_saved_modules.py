@@ -16,6 +16,9 @@ The checkpoints of 7e4ada6 lack the weights of the layers a module keeps in a li
 tracks them in a ``TrackedList``, which TensorFlow's object graph skips): ``not_in_checkpoint``
 in ``hparams.json`` names them, the test checks that exactly those are missing and takes them
 from the ``.keras`` model before comparing outputs.
+
+A layer removed on purpose since then (``DROPPED``) is checked to be absent, its saved values
+unused; the Trainer checkpoint of such a kind is checked to be refused.
 """
 
 import json
@@ -57,6 +60,17 @@ def without_save_counter(keys):
     return {k: v for k, v in keys.items() if not k.startswith("save_counter/")}
 
 
+# Layers that today's code no longer creates, on purpose, by kind. A BERTClassifier whose
+# clas_strategy does not read the pooled output has no pooler (no weight goes untrained): its
+# .keras file and model-only checkpoint load and compute the same, the pooler's values unused; a
+# Trainer checkpoint, whose optimizer lists the variables by position, no longer restores.
+DROPPED = {"bert_classifier": "pooler"}
+
+
+def without(keys, layer):
+    return {k: v for k, v in keys.items() if layer is None or f"/{layer}/" not in k}
+
+
 @pytest.mark.parametrize("kind", list(saved.KINDS))
 def test_saved_module_loads_and_computes_the_same(kind, tmp_path):
     folder = os.path.join(FIXTURES, kind)
@@ -66,23 +80,34 @@ def test_saved_module_loads_and_computes_the_same(kind, tmp_path):
         expected = dict(data)
 
     # The .keras file: classes by registered name, weight paths, outputs.
-    keras.backend.clear_session()
+    keras.backend.clear_session(free_memory=False)  # a full gc.collect() takes seconds here
     loaded = keras.saving.load_model(os.path.join(folder, "model.keras"))
     classes = {layer.name: keras.saving.get_registered_name(type(layer)) for layer in loaded.layers}
     assert classes == record["classes"]
-    assert {w.path: list(w.shape) for w in loaded.weights} == record["weights"]
+    dropped = DROPPED.get(kind)
+    weights = without(record["weights"], dropped)
+    assert {w.path: list(w.shape) for w in loaded.weights} == weights
     check_results(kind, loaded, expected, ".keras")
 
     # Fresh modules from the hparams, restored from each checkpoint.
     restored = saved.build_model(kind, record["modules"], seed=0)
-    assert {w.path: list(w.shape) for w in restored.weights} == record["weights"]
+    assert {w.path: list(w.shape) for w in restored.weights} == weights
     for layout in ("model_only", "trainer"):
         saved_layout = record["checkpoints"][layout]
+        if dropped and layout == "trainer":
+            with pytest.raises(ValueError, match="incompatible tensor"):
+                saved.restore(restored, folder, layout)
+            restore_model_only(restored, loaded, folder, saved_layout)
+            break
         optimizer, status = saved.restore(restored, folder, layout)
         status.assert_existing_objects_matched()
-        status.assert_consumed()
-        keys = checkpoint_keys(restored, layout, tmp_path)
-        assert without_save_counter(keys) == without_save_counter(saved_layout["keys"]), layout
+        if dropped:
+            status.expect_partial()  # the dropped layer's values
+        else:
+            status.assert_consumed()
+        keys = without(checkpoint_keys(restored, layout, tmp_path), dropped)
+        saved_keys = without(saved_layout["keys"], dropped)
+        assert without_save_counter(keys) == without_save_counter(saved_keys), layout
         not_restored = saved.weights_differing(restored, loaded)
         assert not_restored == saved_layout["not_restored"], f"{layout}: other weights restored"
         if optimizer is not None:
@@ -95,5 +120,15 @@ def test_saved_module_loads_and_computes_the_same(kind, tmp_path):
                 err_msg="the optimizer's restored state",
             )
     # The Trainer's checkpoint (the last restored) holds every weight.
-    assert not_restored == []
+    assert not_restored == [] or dropped
     check_results(kind, restored, expected, "checkpoint")
+
+
+def restore_model_only(model, loaded, folder, trainer_layout):
+    """Restores the model-only checkpoint into ``model`` and takes the weights it lacks from
+    ``loaded`` (what the Trainer's checkpoint would have given)."""
+    saved.restore(model, folder, "model_only")[1].assert_existing_objects_matched().expect_partial()
+    values = {w.path: w for w in loaded.weights}
+    for weight in model.weights:
+        if weight.path not in trainer_layout["not_restored"]:
+            weight.assign(values[weight.path])

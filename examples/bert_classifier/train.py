@@ -28,6 +28,7 @@ import tensorflow as tf
 
 import texkit as tx
 from examples.common.bbc_news import CLASSES, load_bbc_news
+from examples.common.command_line import reading_stage, stage
 from examples.common.experiment_cli import experiment_from_args, train_and_report
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.yaml")
@@ -67,6 +68,8 @@ def bert_classification_data(hparams: tx.HParams) -> tx.run.Data:
     ``pad_to_max_seq_length: false`` trims each batch to its longest article.
     """
     news = load_bbc_news()
+    splits = {"train": news.train, "dev": news.dev, "test": news.test}
+    reading_stage("BBC news articles", {name: len(split) for name, split in splits.items()})
     folder = tx.pretrained.resolve_checkpoint(hparams.pretrained)
     casing = {} if hparams.lowercase is None else {"lowercase": hparams.lowercase}
     tokenizer = tx.pretrained.tokenizer_from_pretrained(
@@ -92,7 +95,6 @@ def bert_classification_data(hparams: tx.HParams) -> tx.run.Data:
             data = data.map(trim)
         return data.prefetch(tf.data.AUTOTUNE)
 
-    splits = {"train": news.train, "dev": news.dev, "test": news.test}
     majority = {
         name: float(np.bincount([a.label for a in articles]).max() / len(articles))
         for name, articles in splits.items()
@@ -135,8 +137,10 @@ def bert_classifier(hparams: tx.HParams, data: tx.run.Data) -> keras.Model:
     """
     num_classes = hparams.num_classes or data.num_classes
     encoder = {key: value for key, value in hparams.encoder.items() if value is not None}
+    folder = hparams.pretrained or data.pretrained
+    stage(f"loading the pretrained checkpoint {folder}")
     classifier = tx.modules.BERTClassifier.from_pretrained(
-        hparams.pretrained or data.pretrained,
+        folder,
         {
             "encoder": encoder,
             "num_classes": num_classes,
@@ -161,7 +165,7 @@ def run(hparams: tx.HParams) -> dict:
     trainer = tx.run.Trainer.from_hparams(hparams)
     data = trainer.data
     print(
-        f"BBC news: {data.sizes} articles; {len(data.duplicates)} exact duplicates dropped, "
+        f"BBC news: {len(data.duplicates)} exact duplicates dropped, "
         f"{len(data.repaired)} file(s) decoded as Windows-1252 ({', '.join(data.repaired)})"
     )
     weights = trainer.model.weights

@@ -17,7 +17,6 @@ From the repository root:
 
 from __future__ import annotations
 
-import argparse
 import time
 from itertools import groupby
 
@@ -27,6 +26,7 @@ import tensorflow as tf
 
 import texkit as tx
 from examples.common.bible_corpus import load_bible
+from examples.common.command_line import example_parser, read_config
 
 DEFAULTS = {
     "pretrained_vocab": "all-MiniLM-L6-v2",
@@ -167,14 +167,12 @@ def pretrain(hparams: tx.HParams) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--config", help="a YAML file of overrides, e.g. examples/bert_pretrain/config.yaml"
+    parser = example_parser(
+        __doc__,
+        config_help="a YAML file of overrides, e.g. examples/bert_pretrain/config.yaml",
+        overrides="train_steps=50",
     )
-    parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. train_steps=50")
-    args = parser.parse_args(argv)
-    user = tx.HParams.from_yaml(args.config, None).todict() if args.config else {}
-    hparams = tx.HParams(tx.apply_overrides(user, args.overrides), DEFAULTS)
+    hparams = tx.HParams(read_config(parser.parse_args(argv)), DEFAULTS)
     history = pretrain(hparams)
     first, last = history[0], history[-1]
     print(

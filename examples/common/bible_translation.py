@@ -16,7 +16,7 @@ returns a :class:`~texkit.modules.decoders.BeamSearchOutput`.
 
 from __future__ import annotations
 
-import argparse
+import json
 import os
 import re
 import tempfile
@@ -27,6 +27,13 @@ import tensorflow as tf
 
 import texkit as tx
 from examples.common.bible_corpus import load_bible
+from examples.common.command_line import (
+    example_parser,
+    quick_note,
+    read_config,
+    reading_stage,
+    stage,
+)
 
 TOKEN = re.compile(r"\w+(?:'\w+)?|[^\w\s]")
 
@@ -99,6 +106,7 @@ def bible_translation_data(hparams: tx.HParams) -> tx.run.Data:
             with open(path, "w", encoding="utf-8") as f:
                 f.writelines(pair[index] + "\n" for pair in splits[name])
             files[name][language] = path
+    reading_stage("Bible verse pairs (es -> en)", {n: len(pairs) for n, pairs in splits.items()})
     vocab_files = {}
     for language, size in (("es", hparams.source_vocab_size), ("en", hparams.target_vocab_size)):
         tokens = tx.data.make_vocab(files["train"][language], max_size=size)
@@ -183,7 +191,8 @@ def translate(model, data: tx.run.Data, split: str, settings: tx.HParams) -> lis
 
 
 def run(hparams: tx.HParams, translate_settings: tx.HParams) -> dict:
-    """Trains, translates the test books and returns their BLEU."""
+    """Trains, translates the test books and returns their BLEU; with a ``run.model_dir``, also
+    writes the result there as ``result.json``. A line says when each stage starts."""
     start = time.time()
     trainer = tx.run.Trainer.from_hparams(hparams)
     data = trainer.data
@@ -193,11 +202,14 @@ def run(hparams: tx.HParams, translate_settings: tx.HParams) -> dict:
         f"es {data.source_vocab.size} / en {data.target_vocab.size}; "
         f"{trainer.model.count_params():,} parameters"
     )
+    stage(f"training {hparams.run.train_steps} steps")
     history = trainer.train()
     train_time = time.time() - start
+    stage(f"evaluating dev ({len(data.verses['dev'])} verses)")
     dev_loss = trainer.evaluate("eval")["loss"]
-    hypotheses = translate(trainer.model, data, "test", translate_settings)
     verses = data.verses["test"]
+    stage(f"translating test ({len(verses)} verses, beam {translate_settings.beam_width})")
+    hypotheses = translate(trainer.model, data, "test", translate_settings)
     references = [verse.english for verse in verses]
     # force: the hypotheses are tokens on purpose (13a splits the references the same way).
     bleu = sacrebleu.corpus_bleu(hypotheses, [references], lowercase=True, force=True)
@@ -210,7 +222,7 @@ def run(hparams: tx.HParams, translate_settings: tx.HParams) -> dict:
         f"{translate_settings.beam_width}): {bleu.score:.2f}  [{bleu}]"
     )
     print(f"time: {train_time:.0f} s to train, {total:.0f} s in all")
-    return {
+    result = {
         "bleu": bleu.score,
         "dev_loss": dev_loss,
         "history": history,
@@ -218,18 +230,21 @@ def run(hparams: tx.HParams, translate_settings: tx.HParams) -> dict:
         "references": references,
         "time": total,
     }
+    if hparams.run.model_dir:
+        with open(os.path.join(hparams.run.model_dir, "result.json"), "w", encoding="utf-8") as f:
+            json.dump(result, f, indent=1)
+    return result
 
 
-def main(argv: list[str] | None, doc: str, config: str, quick: list[str]) -> dict:
-    """``[--config FILE] [--quick] [key=value ...]``: trains and translates; returns :func:`run`'s
-    result. ``config`` is the example's own YAML file, the default; ``quick`` is the list of
-    overrides that ``--quick`` applies (before the user's)."""
-    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    parser.add_argument("--config", default=config, help="the YAML file (default: %(default)s)")
-    parser.add_argument("--quick", action="store_true", help="a tiny run of the whole path")
-    parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. run.train_steps=50")
-    args = parser.parse_args(argv)
-    user = tx.HParams.from_yaml(args.config, None).todict()
-    user = tx.apply_overrides(user, (quick if args.quick else []) + args.overrides)
+def main(argv: list[str] | None, doc: str, config: str, quick: list[str], full_run: str) -> dict:
+    """``[--config FILE] [--quick] [--verbose] [key=value ...]``: trains and translates; returns
+    :func:`run`'s result. ``config`` is the example's own YAML file, the default; ``quick`` is the
+    list of overrides that ``--quick`` applies (before the user's); ``full_run`` is what the full
+    run reaches (its README's figure), said at the end of a quick run."""
+    args = example_parser(doc, config, quick=True).parse_args(argv)
+    user = read_config(args, quick)
     settings = tx.HParams(user.pop("translate", {}), TRANSLATE_DEFAULTS)
-    return run(tx.run.validate_experiment(user), settings)
+    result = run(tx.run.validate_experiment(user), settings)
+    if args.quick:
+        quick_note(full_run, config)
+    return result

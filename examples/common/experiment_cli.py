@@ -3,31 +3,29 @@ the dev and test splits next to the majority-class baseline."""
 
 from __future__ import annotations
 
-import argparse
-
 import texkit as tx
+from examples.common.command_line import example_parser, read_config, stage
 
 
 def experiment_from_args(argv: list[str] | None, doc: str, config: str) -> tx.HParams:
-    """``[--config FILE] [key=value ...]`` -> the validated experiment hparams; ``config`` is the
-    example's own YAML file, the default."""
-    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    parser.add_argument("--config", default=config, help="the YAML file (default: %(default)s)")
-    parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. run.train_steps=50")
-    args = parser.parse_args(argv)
-    user = tx.HParams.from_yaml(args.config, None).todict()
-    return tx.run.validate_experiment(tx.apply_overrides(user, args.overrides))
+    """``[--config FILE] [--verbose] [key=value ...]`` -> the validated experiment hparams;
+    ``config`` is the example's own YAML file, the default."""
+    args = example_parser(doc, config).parse_args(argv)
+    return tx.run.validate_experiment(read_config(args))
 
 
 def train_and_report(trainer: tx.run.Trainer, what: str) -> dict:
     """Trains, then prints and returns dev and test accuracy with their majority baselines.
 
     The data must carry ``sizes`` and ``majority`` per split name; ``what`` names the examples in
-    the printout (``"articles"``).
+    the printout (``"articles"``). A line says when each stage starts.
     """
+    run = trainer.hparams.run
+    stage(f"training {run.train_steps} steps, in intervals of {run.checkpoint_every_steps}")
     trainer.train()
     results = {}
     for split, name in (("eval", "dev"), ("test", "test")):
+        stage(f"evaluating {name} ({trainer.data.sizes[name]} {what})")
         results[name] = {
             "accuracy": trainer.evaluate(split)["accuracy"],
             "majority": trainer.data.majority[name],

@@ -41,7 +41,6 @@ From the repository root:
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 
@@ -49,6 +48,7 @@ import numpy as np
 import tensorflow as tf
 
 import texkit as tx
+from examples.common.command_line import example_parser
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIG = os.path.join(HERE, "config.yaml")
@@ -172,8 +172,7 @@ def run(settings: tx.HParams) -> dict:
 def main(argv: list[str] | None = None) -> dict:
     """``--config FILE [--pretrained FOLDER] [--prompt TEXT ...] [--max-new-tokens N] ...``;
     returns :func:`run`'s result: each search's ``{"ids", "text"}`` per prompt."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default=CONFIG, help="the YAML file (default: %(default)s)")
+    parser = example_parser(__doc__, CONFIG, overrides=None)
     parser.add_argument("--pretrained", help="a GPT-2 folder with its tokenizer, or a hub name")
     parser.add_argument("--prompt", action="append", dest="prompts", help="repeat for several")
     parser.add_argument("--max-new-tokens", type=int)
@@ -182,6 +181,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--beam-width", type=int)
     parser.add_argument("--seed", type=int, help="sampling's seed")
     args = vars(parser.parse_args(argv))
+    del args["verbose"]  # read by texkit when it was imported
     user = tx.HParams.from_yaml(args.pop("config"), None).todict()
     user.update({key: value for key, value in args.items() if value is not None})
     return run(tx.HParams(user, DEFAULTS))

@@ -35,7 +35,6 @@ From the repository root:
 
 from __future__ import annotations
 
-import argparse
 import collections
 import copy
 import os
@@ -49,6 +48,7 @@ import tensorflow as tf
 import texkit as tx
 from examples.common.bible_corpus import load_bible
 from examples.common.bible_translation import tokenize
+from examples.common.command_line import example_parser, quick_note, read_config
 from examples.language_model import train as language_model  # registers gpt2_language_model
 from examples.lm_rl.chart import line_chart
 from texkit.learning.policies import greedy_choice
@@ -75,6 +75,8 @@ QUICK = [
     "report.show=2",
     "report.chart=",
 ]
+# What the full run reaches (the README's figure), said at the end of a quick run.
+FULL_RUN = "mean reward 0.293 -> 0.909 at a KL of 4.98 nats per sample"
 RL_DEFAULTS = {"model": {}, "data": {}, "optimization": {}, "run": {}}
 REPORT_DEFAULTS = {"show": 4, "chart": "lm_rl.png", "name": "report"}
 
@@ -367,17 +369,14 @@ def run(mle_hp: tx.HParams, rl_hp: tx.HParams, weights: str, report: tx.HParams)
 def main(argv: list[str] | None = None) -> dict:
     """``[--config FILE] [--quick] [key=value ...]``: both phases; returns :func:`run`'s
     result."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default=CONFIG, help="the YAML file (default: %(default)s)")
-    parser.add_argument("--quick", action="store_true", help="a tiny run of the whole path")
-    parser.add_argument(
-        "overrides", nargs="*", help="key=value overrides, e.g. rl.run.train_steps=50"
-    )
+    parser = example_parser(__doc__, CONFIG, quick=True, overrides="rl.run.train_steps=50")
     args = parser.parse_args(argv)
-    user = tx.HParams.from_yaml(args.config, None).todict()
-    user = tx.apply_overrides(user, (QUICK if args.quick else []) + args.overrides)
+    user = read_config(args, QUICK)
     report = tx.HParams(user.pop("report", {}), REPORT_DEFAULTS)
-    return run(*phases(user), report)
+    result = run(*phases(user), report)
+    if args.quick:
+        quick_note(FULL_RUN, __file__)
+    return result
 
 
 if __name__ == "__main__":

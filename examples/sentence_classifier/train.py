@@ -34,6 +34,7 @@ import tensorflow as tf
 
 import texkit as tx
 from examples.common.bbc_news import CLASSES, load_bbc_news, tokenize
+from examples.common.command_line import reading_stage
 from examples.common.experiment_cli import experiment_from_args, train_and_report
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.yaml")
@@ -68,6 +69,7 @@ def bbc_text_data(hparams: tx.HParams) -> tx.run.Data:
     folder = hparams.work_dir or tempfile.mkdtemp(prefix="bbc-text-")
     os.makedirs(folder, exist_ok=True)
     splits = {"train": news.train, "dev": news.dev, "test": news.test}
+    reading_stage("BBC news articles", {name: len(split) for name, split in splits.items()})
     files = {name: write_split(folder, name, articles) for name, articles in splits.items()}
     vocab_file = os.path.join(folder, "vocab.txt")
     tokens = tx.data.make_vocab(files["train"][0], min_count=hparams.vocab_min_count)
@@ -165,7 +167,7 @@ def run(hparams: tx.HParams) -> dict:
     """Trains and returns dev and test accuracy with their majority baselines."""
     trainer = tx.run.Trainer.from_hparams(hparams)
     data = trainer.data
-    print(f"BBC news: {data.sizes} articles; vocabulary of {data.vocab.size} tokens")
+    print(f"BBC news: a vocabulary of {data.vocab.size} tokens")
     return train_and_report(trainer, "articles")
 
 

@@ -33,7 +33,6 @@ run with the same ``model_dir`` skips the finished MLE phase and starts RL from 
 
 from __future__ import annotations
 
-import argparse
 import copy
 import os
 import tempfile
@@ -45,6 +44,7 @@ import tensorflow as tf
 
 import texkit as tx
 from examples.common import bible_translation
+from examples.common.command_line import example_parser, quick_note, read_config
 from examples.seq2seq_attn import train as seq2seq_attn  # registers seq2seq_attn's builders
 from texkit.learning.policies import greedy_choice
 
@@ -57,6 +57,8 @@ QUICK = [
     "rl.run.checkpoint_every_steps=3",
     "rl.model.hparams.max_new_tokens=20",
 ]
+# What the full run reaches (the README's figure), said at the end of a quick run.
+FULL_RUN = "test BLEU 14.77 after MLE -> 15.11 after RL"
 
 RL_DEFAULTS = {"model": {}, "data": {}, "optimization": {}, "run": {}}
 
@@ -285,17 +287,14 @@ def run(mle_hp: tx.HParams, rl_hp: tx.HParams, weights: str, settings: tx.HParam
 def main(argv: list[str] | None = None) -> dict:
     """``[--config FILE] [--quick] [key=value ...]``: both phases; returns :func:`run`'s
     result."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default=CONFIG, help="the YAML file (default: %(default)s)")
-    parser.add_argument("--quick", action="store_true", help="a tiny run of the whole path")
-    parser.add_argument(
-        "overrides", nargs="*", help="key=value overrides, e.g. rl.run.train_steps=50"
-    )
+    parser = example_parser(__doc__, CONFIG, quick=True, overrides="rl.run.train_steps=50")
     args = parser.parse_args(argv)
-    user = tx.HParams.from_yaml(args.config, None).todict()
-    user = tx.apply_overrides(user, (QUICK if args.quick else []) + args.overrides)
+    user = read_config(args, QUICK)
     settings = tx.HParams(user.pop("translate", {}), bible_translation.TRANSLATE_DEFAULTS)
-    return run(*phases(user), settings)
+    result = run(*phases(user), settings)
+    if args.quick:
+        quick_note(FULL_RUN, __file__)
+    return result
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ From the repository root:
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import tempfile
@@ -43,6 +42,7 @@ import tensorflow as tf
 import texkit as tx
 from examples.common.bible_corpus import load_bible
 from examples.common.bible_translation import tokenize
+from examples.common.command_line import example_parser, quick_note, read_config
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.yaml")
 
@@ -62,6 +62,8 @@ QUICK = [
     "run.jit_compile=false",
     "evaluate.samples=16",
 ]
+# What the full run reaches (the README's figure), said at the end of a quick run.
+FULL_RUN = "held-out NLL 4.184 per token after MLE -> 4.178 after SeqGAN"
 
 STAGE = {"train_steps": 100, "learning_rate": 1e-3, "name": "stage"}
 CONFIG_DEFAULTS = {
@@ -310,14 +312,13 @@ def run(config: tx.HParams) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     """``--config FILE [--quick] [key=value ...]``; returns :func:`run`'s result."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default=CONFIG, help="the YAML file (default: %(default)s)")
-    parser.add_argument("--quick", action="store_true", help="a tiny run of the whole path")
-    parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. mle.train_steps=50")
+    parser = example_parser(__doc__, CONFIG, quick=True, overrides="mle.train_steps=50")
     args = parser.parse_args(argv)
-    user = tx.HParams.from_yaml(args.config, None).todict()
-    user = tx.apply_overrides(user, (QUICK if args.quick else []) + args.overrides)
-    return run(tx.HParams(user, CONFIG_DEFAULTS))
+    user = read_config(args, QUICK)
+    result = run(tx.HParams(user, CONFIG_DEFAULTS))
+    if args.quick:
+        quick_note(FULL_RUN, __file__)
+    return result
 
 
 if __name__ == "__main__":

@@ -33,11 +33,11 @@ the counts of each split, then train on it (``examples/sequence_tagging/ner.yaml
 
 from __future__ import annotations
 
-import argparse
 import importlib.metadata
 import os
 
 import texkit as tx
+from examples.common.command_line import example_parser
 
 PACKAGE = "hironsancorpus"
 VERSION = "0.1.2"
@@ -132,7 +132,7 @@ def split_counts(splits: dict[str, list[tx.data.Sentence]]) -> dict[str, dict]:
 def main(argv: list[str] | None = None) -> dict[str, str]:
     """``[--output FOLDER] [--all-columns]``: writes the split, prints the counts of each split
     and returns the files."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = example_parser(__doc__, overrides=None)
     parser.add_argument(
         "--output", default=DEFAULT_FOLDER, help="the folder (default: %(default)s)"
     )

@@ -46,7 +46,6 @@ From the repository root:
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import tempfile
@@ -57,6 +56,7 @@ import numpy as np
 import tensorflow as tf
 
 import texkit as tx
+from examples.common.command_line import example_parser, quick_note
 from examples.sequence_tagging import data as tagging_data  # noqa: F401  (registers the builder)
 from examples.sequence_tagging.models import BERTTagger, BiLSTMCNNTagger
 
@@ -91,6 +91,11 @@ QUICK = [
     ],
     "run.checkpoint_every_steps=30",
 ]
+# What the full run reaches (the README's figure), said at the end of a quick run.
+FULL_RUN = (
+    "test token accuracy 0.9392 (bilstm_cnn_crf) / 0.8758 (bert_crf); "
+    "with ner.yaml, test entity F1 0.4725 (bilstm_cnn_crf)"
+)
 
 # The file's sections: what the models share, then each model's own.
 CONFIG_DEFAULTS = {
@@ -331,15 +336,12 @@ def summary(outcome: dict) -> str:
 def main(argv: list[str] | None = None) -> dict:
     """``--config FILE [--quick] [--models NAME,...] [--scheme SCHEME] [key=value ...]``;
     returns :func:`run`'s result."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default=CONFIG, help="the YAML file (default: %(default)s)")
-    parser.add_argument("--quick", action="store_true", help="a tiny run of the whole path")
+    parser = example_parser(
+        __doc__, CONFIG, quick=True, overrides="models.bert_crf.run.train_steps=50"
+    )
     parser.add_argument("--models", help="the models to train, e.g. bilstm_cnn_crf (default: all)")
     parser.add_argument(
         "--scheme", help="the tags' entity scheme (IOB1, IOB2, IOBES, BILOU): adds entity F1"
-    )
-    parser.add_argument(
-        "overrides", nargs="*", help="key=value overrides, e.g. models.bert_crf.run.train_steps=50"
     )
     args = parser.parse_args(argv)
     user = tx.HParams.from_yaml(args.config, None).todict()
@@ -350,7 +352,10 @@ def main(argv: list[str] | None = None) -> dict:
     user = tx.apply_overrides(user, (quick if args.quick else []) + scheme + args.overrides)
     predictions_dir = user.pop("predictions_dir", "")
     names = args.models.split(",") if args.models else None
-    return run(experiments(user, names), predictions_dir)
+    result = run(experiments(user, names), predictions_dir)
+    if args.quick:
+        quick_note(FULL_RUN, __file__)
+    return result
 
 
 if __name__ == "__main__":

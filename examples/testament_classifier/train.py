@@ -25,6 +25,7 @@ import tensorflow as tf
 
 import texkit as tx
 from examples.common.bible_corpus import load_bible
+from examples.common.command_line import reading_stage
 from examples.common.experiment_cli import experiment_from_args, train_and_report
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.yaml")
@@ -55,6 +56,7 @@ class VerseTokenizer(keras.layers.Layer):
 def testament_data(hparams: tx.HParams) -> tx.run.Data:
     """The verses (train, dev as ``eval``, test), tokenized; label 1 is the New Testament."""
     splits = load_bible()
+    reading_stage("Bible verses", {name: len(verses) for name, verses in splits.items()})
     vectorize = keras.layers.TextVectorization(
         max_tokens=hparams.vocab_size,
         output_sequence_length=hparams.max_seq_length,

@@ -37,7 +37,6 @@ From the repository root:
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import tempfile
@@ -50,6 +49,7 @@ import tensorflow as tf
 import texkit as tx
 from examples.common.bible_corpus import load_bible
 from examples.common.bible_translation import tokenize
+from examples.common.command_line import example_parser, quick_note, read_config
 from texkit.core.rnn_cells import default_rnn_cell_hparams
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.yaml")
@@ -77,6 +77,8 @@ QUICK = [
     "report.interpolation_steps=3",
     "report.max_decoding_length=20",
 ]
+# What the full run reaches (the README's figure), said at the end of a quick run.
+FULL_RUN = "test NLL per verse 149.62 (LSTM decoder) / 142.40 (Transformer decoder)"
 
 REPORT_DEFAULTS = {
     "iw_samples": 10,
@@ -501,15 +503,13 @@ def run(hparams: tx.HParams, settings: tx.HParams) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     """``[--config FILE] [--quick] [key=value ...]``; returns :func:`run`'s result."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default=CONFIG, help="the YAML file (default: %(default)s)")
-    parser.add_argument("--quick", action="store_true", help="a tiny run of the whole path")
-    parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. run.train_steps=50")
-    args = parser.parse_args(argv)
-    user = tx.HParams.from_yaml(args.config, None).todict()
-    user = tx.apply_overrides(user, (QUICK if args.quick else []) + args.overrides)
+    args = example_parser(__doc__, CONFIG, quick=True).parse_args(argv)
+    user = read_config(args, QUICK)
     settings = tx.HParams(user.pop("report", {}), REPORT_DEFAULTS)
-    return run(tx.run.validate_experiment(user), settings)
+    result = run(tx.run.validate_experiment(user), settings)
+    if args.quick:
+        quick_note(FULL_RUN, __file__)
+    return result
 
 
 if __name__ == "__main__":

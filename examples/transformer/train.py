@@ -55,6 +55,8 @@ QUICK = [
     "optimization.learning_rate_schedule.kwargs.warmup_steps=5",
     *bible_translation.QUICK,
 ]
+# What the full run reaches (the README's figure), said at the end of a quick run.
+FULL_RUN = "test BLEU 25.35"
 
 
 @keras.saving.register_keras_serializable(package="texkit_examples")
@@ -237,7 +239,7 @@ def transformer_modules(hparams: tx.HParams, data: tx.run.Data) -> keras.Model:
 
 def main(argv: list[str] | None = None) -> dict:
     """Trains, translates the test books and returns BLEU, the dev loss and the translations."""
-    return bible_translation.main(argv, __doc__, CONFIG, QUICK)
+    return bible_translation.main(argv, __doc__, CONFIG, QUICK, FULL_RUN)
 
 
 if __name__ == "__main__":

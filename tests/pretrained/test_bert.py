@@ -497,7 +497,10 @@ def test_a_user_model_around_the_encoder_is_left_to_keras_to_build(tmp_path):
     class Tagger(keras.Model):
         def __init__(self):
             super().__init__()
-            self.encoder = BERTEncoder({k: v for k, v in TINY.items() if k != "model_type"})
+            # It never reads the pooled output: no pooler (the checkpoint's is left unused).
+            self.encoder = BERTEncoder(
+                {k: v for k, v in TINY.items() if k != "model_type"}, add_pooling_layer=False
+            )
             self.dense = keras.layers.Dense(3)
 
         def call(self, ids):
@@ -505,7 +508,8 @@ def test_a_user_model_around_the_encoder_is_left_to_keras_to_build(tmp_path):
 
     state = tiny_hf_state()
     model = Tagger()
-    load_checkpoint(model, write_hf(str(tmp_path / "hf"), state))
+    report = load_checkpoint(model, write_hf(str(tmp_path / "hf"), state))
+    assert report.unused == ["pooler.dense.bias", "pooler.dense.weight"]
     assert model.encoder.built and not model.dense.built
     model.compile(optimizer="adam", loss="mse")
     model.fit(np.ones((4, 5), np.int32), np.zeros((4, 5, 3)), epochs=1, verbose=0)

@@ -79,7 +79,7 @@ def _train(strategy, steps=20):
             loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         )
     initial = [w.numpy() for w in model.weights]
-    model.fit(dataset, epochs=1, verbose=0)
+    model.fit(dataset, epochs=1, verbose=0, shuffle=False)  # a dataset: Keras cannot shuffle it
     return initial, [w.numpy() for w in model.weights]
 
 

@@ -48,6 +48,7 @@ import tensorflow as tf
 from texkit.learning.discriminator import TextDiscriminator, check_vocab_sizes
 from texkit.losses.sequence_losses import sequence_sparse_softmax_cross_entropy
 from texkit.modules.embedders import WordEmbedder
+from texkit.utils.fit_output import KerasFitDefaults
 
 __all__ = ["STAGES", "AdversarialLanguageModel"]
 
@@ -62,7 +63,7 @@ def _check_token(value: Any, name: str, vocab_size: int) -> int:
     return value
 
 
-class AdversarialLanguageModel(keras.Model):
+class AdversarialLanguageModel(KerasFitDefaults, keras.Model):
     """The generator, the discriminator and their two optimizers; subclasses define
     :meth:`adversarial_step`.
 

@@ -45,13 +45,14 @@ from texkit.learning.advantages import BASELINES, group_advantages, moving_avera
 from texkit.learning.policies import DecoderPolicy, Rollout, greedy_choice, repeat_rows
 from texkit.learning.row_sampling import row_choice, row_keys
 from texkit.rewards import Samples, as_reward, check_reward_runs_on
+from texkit.utils.fit_output import KerasFitDefaults
 
 __all__ = ["PolicyGradient"]
 
 _REDUCTIONS = ("sequence", "token")
 
 
-class PolicyGradient(Configurable, keras.Model):
+class PolicyGradient(Configurable, KerasFitDefaults, keras.Model):
     """Policy-gradient training of a :class:`~texkit.learning.DecoderPolicy` (see the module).
 
     Args:
@@ -163,6 +164,11 @@ class PolicyGradient(Configurable, keras.Model):
         return list(self._trackers.values())
 
     # --- Keras -------------------------------------------------------------------------------
+
+    def build(self, input_shape: Any = None) -> None:
+        """Creates nothing: the model's own weights exist from ``__init__``, and the first call
+        builds the policy's and the reference's models (their rollout and logits)."""
+        self.built = True
 
     def call(self, features: Mapping[str, Any], training: Any = None) -> Any:
         """The policy's greedy sequences for ``features``, ``[batch, max_new_tokens]``."""

@@ -75,6 +75,11 @@ class BERTClassifier(ModuleBase):
     * ``time_wise``: every step on its own: token tagging (e.g. named entities). Logits and
       predictions then have a time axis.
 
+    Only ``cls_time`` reads the pooler: with the other strategies the encoder is built without
+    one (``add_pooling_layer=False``), so no weight goes untrained, and
+    :meth:`from_pretrained` reports a checkpoint's pooler weights as unused
+    (``load_report.unused``).
+
     Dropout (``dropout``) precedes the output layer. With ``num_classes: 1`` the logits lose
     their class axis and the predictions are ``logits > 0`` (binary).
 
@@ -112,7 +117,11 @@ class BERTClassifier(ModuleBase):
             raise HParamsError("clas_strategy 'all_time' needs max_seq_length", "max_seq_length")
         check_rate(hp, "dropout")
         with hparams_scope("encoder"):
-            self.encoder = encoder_class(hp.encoder_type)(hp.encoder, dtype=self.dtype_policy)
+            self.encoder = encoder_class(hp.encoder_type)(
+                hp.encoder,
+                add_pooling_layer=hp.clas_strategy == "cls_time",
+                dtype=self.dtype_policy,
+            )
         self.pooling = MaskedMeanPooling(dtype=self.dtype_policy)
         self.logits_layer = keras.layers.Dense(
             hp.num_classes,

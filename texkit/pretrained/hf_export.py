@@ -63,7 +63,7 @@ from texkit.pretrained.hf_folder import (
     write_folder,
 )
 from texkit.pretrained.hf_heads import Head, sequence_classifier
-from texkit.pretrained.names import MODULE
+from texkit.pretrained.names import MODULE, holds_rows
 from texkit.pretrained.safetensors_writer import DTYPES, Entry, parse_size, write_safetensors
 
 __all__ = ["export_config", "export_entries", "save_pretrained"]
@@ -239,7 +239,9 @@ def export_entries(
     rows = list(family.name_table(module.hparams, MODULE))
     for part, attribute in family.optional_parts.items():
         if attribute == "" and part not in getattr(report, "missing_heads", []):
-            rows += family.name_table(module.hparams, part)
+            part_rows = family.name_table(module.hparams, part)
+            if holds_rows(module, part_rows):  # not a pooler the module was built without
+                rows += part_rows
     prefix = head.prefix if head is not None else family.export.prefix
     groups: dict[str, list[tuple[Row, Any]]] = {}
     for row in rows:

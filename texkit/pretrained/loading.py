@@ -19,7 +19,9 @@ module does the rest, the same way for all:
   second pass (:mod:`~texkit.pretrained.streamed_loading`; float16 and bfloat16 weights are cast
   to the variables' dtype), so loading holds the model and one shard, and after an error the
   model is exactly as it was. Entries outside the module (other heads, optimizer state) are
-  reported, not loaded.
+  reported, not loaded, as are those of an optional part the model was built without (the pooler
+  of an encoder made with ``add_pooling_layer=False``, e.g. in a classifier that does not read
+  it): ``LoadReport.unused`` lists them.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from texkit.pretrained.folders import (
     inspect_folder,
     merge_user_hparams,
 )
-from texkit.pretrained.names import MODULE
+from texkit.pretrained.names import MODULE, holds_rows
 from texkit.pretrained.streamed_loading import LoadPlan
 from texkit.pretrained.tokenizers import tokenizer_from_pretrained
 
@@ -338,11 +340,14 @@ def _load(model: Any, path: str | os.PathLike, allow_non_finite: bool, keep_prev
     _ensure_built(model, module, owners)
     plan.take(module, family.name_table(module.hparams, MODULE))
     # Optional parts: absent from the checkpoint, they keep their initial weights (and are
-    # reported); present, they load strictly like the rest.
+    # reported); present, they load strictly like the rest. A part the model was built without
+    # leaves its entries unused.
     heads, missing_heads = [], []
     for part, owner in owners.items():
         rows = family.name_table(module.hparams, part)
-        if plan.has_any(rows):
+        if not holds_rows(owner, rows):
+            plan.leave(rows)
+        elif plan.has_any(rows):
             plan.take(owner, rows)
             heads.append(part)
         else:

@@ -38,11 +38,17 @@ from texkit.pretrained.checkpoints import (
     Row,
 )
 
-__all__ = ["MODULE", "NAMINGS", "NameTable", "Naming"]
+__all__ = ["MODULE", "NAMINGS", "NameTable", "Naming", "holds_rows"]
 
 # The part of a family's table that every checkpoint has: the module's own weights. Optional
 # parts (a pooler, pretraining heads) have their own names (``Family.optional_parts``).
 MODULE = "module"
+
+
+def holds_rows(owner: object, rows: Iterable[Row]) -> bool:
+    """Whether ``owner`` has the layers ``rows`` fill: an optional part that a model was built
+    without (the ``pooler`` of an encoder made with ``add_pooling_layer=False``) is ``None``."""
+    return all(getattr(owner, row.attribute.split(".")[0], None) is not None for row in rows)
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,8 @@ class LoadPlan:
         problems: what is wrong, for the error (empty: the plan may load).
         used: every entry some row asked for (found), loaded or not.
         loaded: the entries that load, in table order.
+        set_aside: entries of parts the model was built without (:meth:`leave`): known,
+            not loaded.
     """
 
     def __init__(self, family: Family, fmt: Format, reader: WeightsReader,
@@ -96,6 +98,7 @@ class LoadPlan:
         self.problems: list[str] = []
         self.used: set[str] = set()
         self.loaded: list[str] = []  # entry names, in table order
+        self.set_aside: set[str] = set()
         self._targets: dict[str, list[_Target]] = {}
 
     def _candidates(self, row: Row) -> list[str]:
@@ -104,6 +107,13 @@ class LoadPlan:
     def has_any(self, rows: Iterable[Row]) -> bool:
         """Whether the checkpoint holds an entry of any of ``rows``."""
         return any(c in self.reader.shapes for row in rows for c in self._candidates(row))
+
+    def leave(self, rows: Iterable[Row]) -> None:
+        """Leaves the checkpoint's entries of ``rows`` unloaded: a part the model was built
+        without (a pooler nothing reads). They are not refused as unknown, and stay unused."""
+        self.set_aside.update(
+            c for row in rows for c in self._candidates(row) if c in self.reader.shapes
+        )
 
     def take(self, root: Any, rows: Iterable[Row]) -> None:
         """Finds the entry of each row for the variable under ``root`` and checks its shape."""
@@ -134,7 +144,7 @@ class LoadPlan:
 
     def refuse_unknown(self) -> None:
         """An entry under the module's own names that no table row took is a problem."""
-        for name in sorted(set(self.reader.shapes) - self.used):
+        for name in sorted(set(self.reader.shapes) - self.used - self.set_aside):
             if self.fmt.own.search(strip_prefix(self.family, name)):
                 self.problems.append(
                     f"unknown encoder variable {short(name, 200)} "

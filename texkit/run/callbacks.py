@@ -1,4 +1,4 @@
-"""The Trainer's own Keras callbacks: divergence guard, checkpointing, early stopping.
+"""The Trainer's own Keras callbacks: divergence and input guards, checkpointing, early stopping.
 
 Each callback holds its model (set by Keras), its settings, and what it acts on: the
 :class:`~texkit.run.checkpoints.RunCheckpoints` that write the run's checkpoints, and the
@@ -22,6 +22,7 @@ __all__ = [
     "Checkpointer",
     "DivergenceGuard",
     "EarlyStopping",
+    "InputGuard",
     "RunProgress",
     "StepCounting",
     "TrainingDiverged",
@@ -61,14 +62,22 @@ class RunProgress:
     Keras numbers a ``fit``'s epochs and batches; the run counts optimizer steps. Before each
     ``fit`` the Trainer says which steps it covers (:meth:`start_fit`); the callbacks turn Keras'
     numbers into steps with :meth:`step_of`. ``step`` is the step the model is at as far as the
-    Trainer knows (a finished ``fit``, a restored checkpoint, a preemption), and ``diverged_at``
-    the step after which the loss was first NaN or infinite (``None``: it never was).
+    Trainer knows (a finished ``fit``, a restored checkpoint, a preemption), ``diverged_at``
+    the step after which the loss was first NaN or infinite (``None``: it never was), and
+    ``ran_out_at`` the step at which the training data gave no more batches (``None``: it
+    always gave them).
     """
 
     def __init__(self, step: int = 0):
         self.step = step
         self.diverged_at: int | None = None
+        self.ran_out_at: int | None = None
         self._begin, self._first_epoch, self._length = step, 0, 0
+
+    @property
+    def epoch_length(self) -> int:
+        """The steps of each epoch of the current ``fit``."""
+        return self._length
 
     def start_fit(self, begin: int, first_epoch: int, length: int) -> None:
         """The next ``fit`` starts at step ``begin`` with epoch ``first_epoch``, each epoch
@@ -108,9 +117,31 @@ class DivergenceGuard(StepCounting):
             self.model.stop_training = True
 
 
+class InputGuard(StepCounting):
+    """Stops training at the end of an epoch that ran fewer steps than its length although
+    nothing stopped it (Keras ends an epoch early when its data runs out), and records where as
+    ``progress.ran_out_at``."""
+
+    def __init__(self, progress: RunProgress):
+        super().__init__(progress)
+        self._steps_run = 0
+
+    def on_epoch_begin(self, epoch: int, logs: Mapping | None = None) -> None:
+        super().on_epoch_begin(epoch, logs)
+        self._steps_run = 0
+
+    def on_train_batch_end(self, batch: int, logs: Mapping | None = None) -> None:
+        self._steps_run = batch + 1
+
+    def on_epoch_end(self, epoch: int, logs: Mapping | None = None) -> None:
+        if self._steps_run < self.progress.epoch_length and not self.model.stop_training:
+            self.progress.ran_out_at = self.step_after(self._steps_run - 1)
+            self.model.stop_training = True
+
+
 class Checkpointer(keras.callbacks.Callback):
     """Saves ``ckpt-<step>`` through ``checkpoints`` at the end of every epoch (checkpoint
-    interval) of a run that has not diverged."""
+    interval) of a run that has neither diverged nor run out of data."""
 
     def __init__(self, checkpoints: RunCheckpoints, progress: RunProgress):
         super().__init__()
@@ -118,7 +149,7 @@ class Checkpointer(keras.callbacks.Callback):
         self.progress = progress
 
     def on_epoch_end(self, epoch: int, logs: Mapping | None = None) -> None:
-        if self.progress.diverged_at is None:
+        if self.progress.diverged_at is None and self.progress.ran_out_at is None:
             self.checkpoints.save(self.progress.step_of(epoch + 1))
 
 

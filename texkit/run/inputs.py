@@ -15,6 +15,7 @@ import tensorflow as tf
 
 __all__ = [
     "check_files_unchanged",
+    "count_batches",
     "features_spec",
     "read_split",
     "split_source",
@@ -85,6 +86,41 @@ def read_split(
         return dataset if start_step is None else dataset.repeat().skip(start_step)
 
     return strategy.distribute_datasets_from_function(dataset_fn)
+
+
+def count_batches(data: Mapping, split: str, strategy: tf.distribute.Strategy) -> int | None:
+    """The number of batches one pass over ``split`` gives, counted once by reading it when
+    tf.data does not know it (after a ``filter``, from a generator).
+
+    The Trainer gives ``evaluate`` and the validation these exact steps. Keras reads
+    a dataset of unknown length to its end instead, warns that it "ran out of data" and, with
+    static batch shapes (``drop_remainder``), counts one batch too many in the loss and metrics
+    (an empty batch, counted at its static size; Keras 3.15, TensorFlow 2.21).
+
+    Returns ``None`` (Keras reads to the end) for an infinite split, under
+    ``MultiWorkerMirroredStrategy`` (each worker reads its own shard), and for a split made per
+    input pipeline under several replicas.
+
+    Raises:
+        ValueError: naming ``split``, when it has no batch.
+    """
+    if split not in data:
+        raise KeyError(f"the data has no {split!r} split; it has {sorted(data)}")
+    source = split_source(data[split], split)
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return None
+    if not isinstance(source, tf.data.Dataset):
+        if strategy.num_replicas_in_sync != 1:
+            return None
+        source = _plain_dataset(source, split)
+    count = int(source.cardinality())
+    if count == tf.data.INFINITE_CARDINALITY:
+        return None
+    if count == tf.data.UNKNOWN_CARDINALITY:
+        count = int(source.reduce(tf.constant(0, tf.int64), lambda total, *_: total + 1))
+    if count == 0:
+        raise ValueError(f"data split {split!r} has no batch: check its files and filters")
+    return count
 
 
 def check_files_unchanged(data: Mapping, error: Exception) -> None:

@@ -74,7 +74,10 @@ RUN_HPARAMS_DOC = {
     ),
     "seed": "Seed of Python, NumPy, TensorFlow and Keras, set before the data and model are built.",
     "deterministic": "Turn on TensorFlow's deterministic ops (slower; for exact reproduction).",
-    "verbose": "0: silent, 1: a progress bar per checkpoint interval, 2: one line per interval.",
+    "verbose": (
+        "0: silent; 1: a progress bar per checkpoint interval when stdout is a terminal, one "
+        "line per interval when it is a file or a pipe (a log); 2: one line per interval."
+    ),
     "name": "Name of these settings.",
 }
 

@@ -34,6 +34,11 @@ A resume starts from the newest checkpoint that can be read: a newer one whose f
 (truncated, missing) is skipped with a warning naming it (see :mod:`texkit.run.checkpoints`).
 ``restore`` (``texkit evaluate|predict|export``) loads exactly the checkpoint asked for, or fails.
 
+The eval and test splits are read whole (or for ``run.eval_steps`` / ``steps`` batches): a split
+whose length tf.data does not know is counted once, so that Keras reads exactly its batches
+(:func:`~texkit.run.inputs.count_batches`). A training split that gives no batch is an error.
+``run.verbose: 1`` is Keras' progress bar on a terminal and one line per interval in a log.
+
 The whole resolved experiment is written to ``model_dir/hparams.yaml`` when training starts,
 after the latest checkpoint (if any) was restored: a resume that fails leaves the record as it was;
 ``texkit evaluate|predict|export`` read it back.
@@ -51,6 +56,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -64,6 +70,7 @@ from texkit.run.callbacks import (
     Checkpointer,
     DivergenceGuard,
     EarlyStopping,
+    InputGuard,
     RunProgress,
     TrainingDiverged,
 )
@@ -75,6 +82,7 @@ from texkit.run.experiment import build_experiment, default_experiment_hparams, 
 from texkit.run.export import export_model
 from texkit.run.inputs import (
     check_files_unchanged,
+    count_batches,
     features_spec,
     read_split,
     split_source,
@@ -83,6 +91,7 @@ from texkit.run.inputs import (
 from texkit.run.optimization import optimizer_from_hparams
 from texkit.run.run_config import check_run_hparams
 from texkit.run.strategy_checks import check_jit_compile, check_steps_per_execution, task_of
+from texkit.utils.fit_output import EndOfDataExpected, end_of_data_expected, keras_verbose
 
 __all__ = ["Preempted", "Trainer", "TrainingDiverged", "WorkerLost", "checkpoint_step"]
 
@@ -153,6 +162,7 @@ class Trainer:
             self.model, run.model_dir, run.keep_checkpoints, self.is_chief, task_id
         )
         self._progress = RunProgress()
+        self._batch_counts: dict[tuple[str, int], int | None] = {}
 
     @classmethod
     def from_hparams(cls, hparams: Any) -> Trainer:
@@ -221,6 +231,7 @@ class Trainer:
         progress = self._progress = RunProgress(start)
         own: list[keras.callbacks.Callback] = [
             DivergenceGuard(progress),
+            InputGuard(progress),
             Checkpointer(self.checkpoints, progress),
         ]
         with preemption.catch_sigterm() if run.preemption else contextlib.nullcontext() as flag:
@@ -247,6 +258,12 @@ class Trainer:
         if progress.diverged_at is not None:
             raise TrainingDiverged.at(
                 progress.diverged_at, run.steps_per_execution, self.latest_checkpoint
+            )
+        if progress.ran_out_at is not None:
+            raise ValueError(
+                f"data split 'train' gave no batch after step {progress.ran_out_at}: it is "
+                "read repeated, so it is empty (check its files, and filters that may drop "
+                "every example); no checkpoint was written for that step"
             )
         return history
 
@@ -296,6 +313,7 @@ class Trainer:
         interval, total = run.checkpoint_every_steps, run.train_steps
         eval_every = interval if run.eval_every_steps is None else run.eval_every_steps
         evaluate = bool(eval_every) and "eval" in self.data
+        eval_steps = self._steps("eval", run.eval_steps) if evaluate else None
         every = max(eval_every // interval, 1)
         full = total // interval * interval
         boundary = min(-(-start // interval) * interval, full)
@@ -314,21 +332,32 @@ class Trainer:
                 continue
             first_epoch = begin // interval
             progress.start_fit(begin, first_epoch, length)
-            fit_history = self.model.fit(
-                read_split(self.data, "train", self.strategy, start_step=begin),
-                initial_epoch=first_epoch,
-                epochs=first_epoch + (end - begin) // length,
-                steps_per_epoch=length,
-                validation_data=read_split(self.data, "eval", self.strategy) if evaluate else None,
-                validation_steps=run.eval_steps,
-                validation_freq=validation_freq,
-                callbacks=callbacks,
-                verbose=run.verbose,
-                shuffle=False,
-            )
+            # The train split is repeated and read for exactly the steps asked: it runs out
+            # only when empty, which InputGuard reports. The eval split is read for its counted
+            # steps, or to its end where it cannot be counted: Keras' "ran out of data" says
+            # nothing then.
+            quiet = EndOfDataExpected(train=True, validation=eval_steps is None)
+            with warnings.catch_warnings():
+                fit_history = self.model.fit(
+                    read_split(self.data, "train", self.strategy, start_step=begin),
+                    initial_epoch=first_epoch,
+                    epochs=first_epoch + (end - begin) // length,
+                    steps_per_epoch=length,
+                    validation_data=(
+                        read_split(self.data, "eval", self.strategy) if evaluate else None
+                    ),
+                    validation_steps=eval_steps,
+                    validation_freq=validation_freq,
+                    callbacks=[*callbacks, quiet],
+                    verbose=keras_verbose(run.verbose),
+                    shuffle=False,
+                )
             for key, values in fit_history.history.items():
                 history.setdefault(key, []).extend(float(v) for v in values)
             progress.step = begin + len(fit_history.epoch) * length
+            if progress.ran_out_at is not None:
+                progress.step = progress.ran_out_at
+                break
             if progress.diverged_at is not None or self.model.stop_training:
                 break
         return history
@@ -357,18 +386,36 @@ class Trainer:
             lambda: optimizer_from_hparams(self.hparams.optimization),
         )
 
+    def _steps(self, split: str, steps: int | None) -> int | None:
+        """``steps``, else the number of batches of ``split`` (counted once, see
+        :func:`~texkit.run.inputs.count_batches`; ``None``: read it to its end)."""
+        if steps is not None:
+            return steps
+        key = (split, id(self.data.get(split)))
+        if key not in self._batch_counts:
+            self._batch_counts[key] = count_batches(self.data, split, self.strategy)
+        return self._batch_counts[key]
+
     def evaluate(self, split: str = "eval", steps: int | None = None) -> dict[str, float]:
-        """The model's loss and metrics on a split, as a dict."""
-        results = self.model.evaluate(
-            read_split(self.data, split, self.strategy), steps=steps, return_dict=True, verbose=0
-        )
+        """The model's loss and metrics on a split (all of it, or its first ``steps`` batches),
+        as a dict."""
+        steps = self._steps(split, steps)
+        with end_of_data_expected(steps is None):
+            results = self.model.evaluate(
+                read_split(self.data, split, self.strategy),
+                steps=steps,
+                return_dict=True,
+                verbose=0,
+            )
         return {key: float(value) for key, value in results.items()}
 
     def predict(self, split: str = "test", steps: int | None = None) -> Any:
-        """The model's outputs on a split (labels, if the split has them, are ignored)."""
-        return self.model.predict(
-            read_split(self.data, split, self.strategy), steps=steps, verbose=0
-        )
+        """The model's outputs on a split (all of it, or its first ``steps`` batches; labels,
+        if the split has them, are ignored)."""
+        with end_of_data_expected(steps is None):
+            return self.model.predict(
+                read_split(self.data, split, self.strategy), steps=steps, verbose=0
+            )
 
     def export(self, path: str, preprocessor: Any = None, overwrite: bool = False) -> str:
         """Writes a SavedModel for serving; returns ``path``.

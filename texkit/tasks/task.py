@@ -28,6 +28,7 @@ from texkit.configurable import Configurable
 from texkit.hparams import HParams
 from texkit.pretrained import tokenizer_from_pretrained
 from texkit.pretrained.checkpoints import CheckpointError, resolve_checkpoint
+from texkit.utils.fit_output import KerasFitDefaults
 
 __all__ = ["TASK_FILE", "TOKENIZER_FILE_NAMES", "Task", "generation_defaults"]
 
@@ -93,7 +94,7 @@ def _lora_settings(module: Any) -> dict | None:
             "train": list(state.train)}  # fmt: skip
 
 
-class Task(Configurable, keras.Model):
+class Task(Configurable, KerasFitDefaults, keras.Model):
     """Base class of the task models (see the module).
 
     Subclasses set ``MODULE_ATTRIBUTE`` (``"decoder"``, ``"model"`` or ``"classifier"``: the

@@ -113,6 +113,15 @@ class EncoderArchitecture:
 class BERTFamilyEncoder(ModuleBase):
     """Base class of the BERT family's encoders; a subclass defines :meth:`architecture`.
 
+    Args:
+        hparams: the family's hparams (its config's keys).
+        add_pooling_layer: create the family's pooler (as transformers' ``add_pooling_layer``).
+            ``False`` for a model that never reads ``pooled`` (a tagger, a classifier on the
+            mean of the outputs): the pooler's weights then do not exist, ``pooled`` is the
+            first token's hidden state as in a family without a pooler, and a checkpoint's
+            pooler weights are reported unused (:attr:`~texkit.pretrained.LoadReport.unused`).
+        **kwargs: Keras layer arguments.
+
     Call arguments:
         input_ids: ``[batch, time]`` int token ids; ``time`` plus the family's position offset
             must not exceed the position table.
@@ -135,7 +144,7 @@ class BERTFamilyEncoder(ModuleBase):
         """The architecture the hparams describe (checked by the subclass)."""
         raise NotImplementedError
 
-    def __init__(self, hparams: Any = None, **kwargs: Any):
+    def __init__(self, hparams: Any = None, *, add_pooling_layer: bool = True, **kwargs: Any):
         if type(self).architecture is BERTFamilyEncoder.architecture:
             raise TypeError(
                 f"{type(self).__name__} is the base of the BERT family's encoders and builds no "
@@ -204,8 +213,9 @@ class BERTFamilyEncoder(ModuleBase):
                 TransformerBlock(stack, kernel_initializer, "post", name=f"block_{i}", dtype=policy)
                 for i in range(num_blocks)
             ]
+        self.add_pooling_layer = bool(add_pooling_layer)
         self.pooler = None
-        if arch.pooler:
+        if arch.pooler and self.add_pooling_layer:
             self.pooler = keras.layers.Dense(
                 arch.hidden_size,
                 activation="tanh",
@@ -248,6 +258,12 @@ class BERTFamilyEncoder(ModuleBase):
         loading is all or nothing (:func:`texkit.pretrained.load_checkpoint`).
         """
         return registry.loader_for(cls)(cls, path, hparams, **kwargs)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        if not self.add_pooling_layer:
+            config["add_pooling_layer"] = False
+        return config
 
     @property
     def output_size(self) -> int:
