@@ -62,7 +62,10 @@ class Sandbox:
         self.process: subprocess.Popen | None = None
 
     def _start(self) -> None:
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT)
+        # Two malloc arenas: by default each new thread of TensorFlow's pools reserves one of
+        # 64 MiB, so the first case that runs an op grows the address space past REFRESH_AFTER
+        # (and the child would be replaced after nearly every such case) without using memory.
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT, MALLOC_ARENA_MAX="2")
         self.process = subprocess.Popen(
             [sys.executable, "-c", f"from tests.hostile import serve; serve({self.cap})"],
             stdin=subprocess.PIPE,

@@ -136,9 +136,11 @@ def test_seq2seq_attn_config_migrates_and_trains(tmp_path, capsys):
     assert experiment["translate"]["beam_width"] == 10  # the script's option, into the example's
     assert "# - decoder.rnn_cell.kwargs.num_units" in text
     quick = [o for o in bible_translation.QUICK if not o.startswith("translate.beam_width")]
+    # One batch of test verses: one trace of the beam search.
+    quick.append("data.hparams.max_test_verses=16")
     result = seq2seq_attn.main(["--config", path, *quick, "run.verbose=0"])
     losses = result["history"]["loss"]
-    assert losses[-1] < losses[0] and len(result["hypotheses"]) == 24
+    assert losses[-1] < losses[0] and len(result["hypotheses"]) == 16
     assert math.isfinite(result["bleu"])
 
 
@@ -164,12 +166,13 @@ def test_transformer_config_migrates_and_trains(tmp_path, capsys):
         "optimization.learning_rate_schedule.kwargs.warmup_steps=20",
         "translate.max_decoding_length=20",
         "run.precision=float32",
+        "data.hparams.max_test_verses=16",  # one batch: one trace of the beam search
     ]
     quick = [o for o in bible_translation.QUICK if not o.startswith("translate.")]
     result = transformer.main(["--config", path, *quick, *shorter, "run.verbose=0"])
     losses = result["history"]["loss"]
     assert np.isfinite(losses).all() and losses[-1] < losses[0]
-    assert len(result["hypotheses"]) == 24
+    assert len(result["hypotheses"]) == 16
 
 
 def test_kim_config_migrates_and_learns_bbc_topics(tmp_path, capsys):
@@ -183,6 +186,7 @@ def test_kim_config_migrates_and_learns_bbc_topics(tmp_path, capsys):
     assert "train_data: " in text and "not carried" in text
     result = sentence_classifier.main(
         ["--config", path, "run.train_steps=60", "run.checkpoint_every_steps=60",
+         "data.hparams.max_seq_length=150",  # 2.7x faster than 400; dev accuracy 0.70, not 0.77
          "run.verbose=0", f"data.hparams.work_dir={tmp_path / 'bbc'}"]
     )  # fmt: skip
     assert result["dev"]["accuracy"] > result["dev"]["majority"] + 0.2, result

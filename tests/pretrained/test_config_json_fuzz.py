@@ -8,7 +8,8 @@ examples) sets a few of its config's keys, and a few others, to values of every 
 floats (NaN and infinities too), booleans, null, lists, objects, integers huge and negative,
 values nested past texkit's depth limit, and keys removed. The whole loop runs in one sandbox
 case (``tests/hostile.py``), so a regression that hangs or allocates without bound fails the
-test instead of taking the machine.
+test instead of taking the machine; that sandbox is the test's own, run as a job of
+``tests/background.py`` while other tests run.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+
+from tests.background import job_result, process_job
+from tests.hostile import Sandbox
 
 CORPUS = os.path.join(os.path.dirname(__file__), "..", "fixtures")
 FOLDERS = {
@@ -132,11 +136,27 @@ def _fuzz_one(family: str, folder: str, examples: int, problems: list) -> None:
         json.dump(original, f)
 
 
-def test_any_config_json_ends_in_the_model_or_an_error_naming_the_file_or_key(sandbox, tmp_path):
+def _fuzz_job(folder):
+    """The job: copies the folders into ``folder`` and runs :func:`fuzz` in a new sandbox."""
     folders = {}
     for family, source in FOLDERS.items():
-        folders[family] = str(tmp_path / family)
+        folders[family] = str(folder / family)
         shutil.copytree(source, folders[family])
-    outcome = sandbox.run(fuzz, folders, EXAMPLES, timeout=240)
+    box = Sandbox()
+    try:
+        return box.run(fuzz, folders, EXAMPLES, timeout=240)
+    finally:
+        if box.process is not None:
+            box.process.stdin.close()  # the child's loop ends and it exits on its own
+            box.process.wait(timeout=60)
+        box.stop()
+
+
+FUZZ_TEST = "test_any_config_json_ends_in_the_model_or_an_error_naming_the_file_or_key"
+process_job(FUZZ_TEST, _fuzz_job)
+
+
+def test_any_config_json_ends_in_the_model_or_an_error_naming_the_file_or_key():
+    outcome = job_result(FUZZ_TEST)
     assert outcome.error is None, f"{outcome.raised}: {outcome.message}"
     assert outcome.value == [], "\n".join(outcome.value[:20])
