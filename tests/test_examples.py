@@ -26,7 +26,6 @@ from examples.common import bbc_news, bible_corpus
 from examples.sentence_classifier import train as sentence_classifier  # noqa: F401  (builders)
 from examples.seq2seq_attn import train as seq2seq_attn
 from examples.testament_classifier import train as testament_classifier
-from examples.transformer import train as transformer
 from tests.background import job_result, process_job
 from tests.real_data import BBC_NEWS, MINILM, require_package
 from texkit.cli import main as texkit_command
@@ -443,18 +442,36 @@ def test_each_quick_mode_states_the_figures_of_its_readme():
     assert quick == 9
 
 
-def test_transformer_quick_mode_trains_translates_resumes_and_scores_with_sacrebleu(tmp_path):
-    config = config_of("transformer")
-    args = ["--config", config, "--quick", f"run.model_dir={tmp_path / 'run'}", "run.verbose=0"]
-    result = transformer.main(args)
+def transformer_quick_runs(folder):
+    """transformer's quick run in a fresh process, then a longer one resuming it; the result of
+    each (``run/result.json``, which each run writes)."""
+    model_dir = folder / "run"
+    args = ("--config", config_of("transformer"), "--quick", f"run.model_dir={model_dir}")
+    results = []
+    for extra in ((), ("run.train_steps=30",)):
+        process = example_run(folder, "transformer", *args, *extra)
+        if process.returncode != 0:
+            return process.stderr, results, model_dir
+        with open(model_dir / "result.json", encoding="utf-8") as f:
+            results.append(json.load(f))
+    return None, results, model_dir
+
+
+TRANSFORMER_TEST = "test_transformer_quick_mode_trains_translates_resumes_and_scores_with_sacrebleu"
+process_job(TRANSFORMER_TEST, transformer_quick_runs)
+
+
+def test_transformer_quick_mode_trains_translates_resumes_and_scores_with_sacrebleu():
+    error, results, model_dir = job_result(TRANSFORMER_TEST)
+    assert error is None, error
+    result, resumed = results
     losses = result["history"]["loss"]
     check_quick_translation(result)
     # The decoder tied to the target embedder has no config of its own, yet the checkpoints hold
     # every weight: a longer run resumes at step 20 and trains one more interval.
-    resumed = transformer.main([*args, "run.train_steps=30"])
     assert len(resumed["history"]["loss"]) == 1
     assert resumed["history"]["loss"][0] < losses[0]
-    assert (tmp_path / "run" / "ckpt-30.index").exists()
+    assert (model_dir / "ckpt-30.index").exists()
 
 
 def test_language_model_quick_mode_reports_the_exact_held_out_perplexity(tmp_path):
