@@ -349,21 +349,28 @@ def _verbose_option() -> argparse.ArgumentParser:
     return option
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    verbose = _verbose_option()
-    parser = argparse.ArgumentParser(prog="texkit", description=_DESCRIPTION, parents=[verbose])
+def _parser(verbose: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The ``texkit`` command's parser, with its subcommands."""
+    # No abbreviations: --verbose acts before TensorFlow loads, where only the whole word is read.
+    parser = argparse.ArgumentParser(
+        prog="texkit", description=_DESCRIPTION, parents=[verbose], allow_abbrev=False
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     show = commands.add_parser(
-        "hparams", help="print a class's default hparams as YAML", parents=[verbose]
+        "hparams",
+        help="print a class's default hparams as YAML",
+        parents=[verbose],
+        allow_abbrev=False,
     )
     show.add_argument("name", help="a registered name, e.g. WordEmbedder")
     show.add_argument("overrides", nargs="*", help="key=value overrides, e.g. dim=64")
     for name, text in _RUN_COMMANDS.items():
-        _add_run_arguments(commands.add_parser(name, help=text, parents=[verbose]), name)
+        command = commands.add_parser(name, help=text, parents=[verbose], allow_abbrev=False)
+        _add_run_arguments(command, name)
     migrate = commands.add_parser(
         "migrate",
         parents=[verbose],
+        allow_abbrev=False,
         help="a Texar config file as a texkit experiment",
         description=(
             "Writes a Texar config file as a texkit experiment YAML. The config file is run as "
@@ -388,10 +395,20 @@ def main(argv: list[str] | None = None) -> int:
     migrate.add_argument(
         "--overwrite", action="store_true", help="replace the file at --output if it exists"
     )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    verbose = _verbose_option()
+    parser = _parser(verbose)
     if argv and argv[0] in _RUN_COMMANDS:
         # Options may come before, between or after the key=value overrides.
         command = argparse.ArgumentParser(
-            prog=f"texkit {argv[0]}", description=_RUN_COMMANDS[argv[0]], parents=[verbose]
+            prog=f"texkit {argv[0]}",
+            description=_RUN_COMMANDS[argv[0]],
+            parents=[verbose],
+            allow_abbrev=False,
         )
         _add_run_arguments(command, argv[0])
         args = command.parse_intermixed_args(argv[1:])

@@ -231,8 +231,9 @@ def run(hparams: tx.HParams, translate_settings: tx.HParams) -> dict:
         "time": total,
     }
     if hparams.run.model_dir:
-        with open(os.path.join(hparams.run.model_dir, "result.json"), "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=1)
+        # tf.io.gfile: model_dir may be a gs:// folder, as the Trainer allows.
+        with tf.io.gfile.GFile(os.path.join(hparams.run.model_dir, "result.json"), "w") as f:
+            f.write(json.dumps(result, indent=1))
     return result
 
 

@@ -40,7 +40,8 @@ def example_parser(
 
     The example adds its own options to the parser it gets.
     """
-    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    # No abbreviations: texkit reads --verbose before TensorFlow loads, only as the whole word.
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0], allow_abbrev=False)
     if config is not None:
         parser.add_argument("--config", default=config, help="the YAML file (default: %(default)s)")
     elif config_help is not None:

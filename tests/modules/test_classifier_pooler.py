@@ -88,3 +88,33 @@ def test_an_encoder_without_pooler_gives_the_first_hidden_state_and_round_trips(
     np.testing.assert_array_equal(pooled.numpy(), outputs.numpy()[:, 0])
     again = BERTEncoder.from_config(encoder.get_config())
     assert again.pooler is None and BERTEncoder(TINY).get_config().get("add_pooling_layer", True)
+
+
+def test_add_pooling_layer_true_keeps_the_pooler_of_earlier_runs(tmp_path):
+    # texkit 0.1.0 built the pooler whatever the strategy: its runs' checkpoints (model and
+    # optimizer state, listed by position) restore into a classifier that keeps it.
+    older = classifier("mean_time", {"add_pooling_layer": True})
+    optimizer = keras.optimizers.Adam(1e-3)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(older(IDS, sequence_length=LENGTHS, training=True)[0] ** 2)
+    variables = older.trainable_variables
+    with pytest.warns(UserWarning, match="Gradients do not exist"):  # the pooler: kept, unread
+        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
+    path = tf.train.Checkpoint(model=older, optimizer=optimizer).write(str(tmp_path / "ckpt"))
+    assert any("pooler" in w.path for w in older.weights)
+
+    again = classifier("mean_time", {"add_pooling_layer": True})
+    again(IDS, sequence_length=LENGTHS)
+    again_optimizer = keras.optimizers.Adam(1e-3)
+    again_optimizer.build(again.trainable_variables)
+    tf.train.Checkpoint(model=again, optimizer=again_optimizer).read(path).assert_consumed()
+    for weight, value in zip(again.weights, older.weights, strict=True):
+        np.testing.assert_array_equal(weight.numpy(), value.numpy())
+    # Its outputs are the mean strategy's: the pooler is kept, not read.
+    np.testing.assert_allclose(
+        again(IDS, sequence_length=LENGTHS)[0].numpy(),
+        older(IDS, sequence_length=LENGTHS)[0].numpy(),
+        rtol=1e-6,
+    )
+    with pytest.raises(Exception, match="add_pooling_layer"):
+        classifier("mean_time", {"add_pooling_layer": "yes"})

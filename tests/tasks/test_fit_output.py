@@ -5,6 +5,8 @@ pyproject.toml turns Keras' "ran out of data" and "shuffle=True was passed" warn
 for the whole suite, so the calls here fail if one is raised where it should not be.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -62,3 +64,32 @@ def test_fit_keeps_the_warning_where_steps_were_given_and_the_data_ran_out(lm):
     with pytest.warns(UserWarning, match="Your input ran out of data") as caught:
         lm.fit(unknown, epochs=2, verbose=0, validation_data=unknown, validation_steps=5)
     assert len([w for w in caught if "ran out of data" in str(w.message)]) == 2
+
+
+def test_fit_takes_a_callback_list_and_a_callback_reused_after_an_error(lm):
+    texts = tf.data.Dataset.from_tensor_slices(TEXTS).batch(3)
+    # A CallbackList (Keras takes one) is given to Keras as it is.
+    seen = []
+    logger = tf.keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: seen.append(epoch))
+    lm.fit(texts, epochs=2, verbose=0, callbacks=tf.keras.callbacks.CallbackList([logger]))
+    assert seen == [0, 1]
+
+    # An EndOfDataExpected left mid-epoch by an error restores, in the next fit, nothing of the
+    # filters the first fit saw: a filter added in between holds during the second fit.
+    quiet = tx.utils.EndOfDataExpected(train=True, validation=True)
+
+    def fail(batch, logs):
+        raise RuntimeError("stop")
+
+    failing = tf.keras.callbacks.LambdaCallback(on_train_batch_end=fail)
+    with pytest.raises(RuntimeError, match="stop"):
+        lm.fit(texts, epochs=1, verbose=0, callbacks=[quiet, failing])
+    marker = tf.keras.callbacks.LambdaCallback(
+        on_epoch_begin=lambda epoch, logs: warnings.warn(
+            "a user's warning", UserWarning, stacklevel=2
+        )
+    )
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="a user's warning")
+        with pytest.raises(UserWarning, match="a user's warning"):
+            lm.fit(texts, epochs=1, verbose=0, callbacks=[quiet, marker])

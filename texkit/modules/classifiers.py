@@ -78,7 +78,10 @@ class BERTClassifier(ModuleBase):
     Only ``cls_time`` reads the pooler: with the other strategies the encoder is built without
     one (``add_pooling_layer=False``), so no weight goes untrained, and
     :meth:`from_pretrained` reports a checkpoint's pooler weights as unused
-    (``load_report.unused``).
+    (``load_report.unused``). ``add_pooling_layer: true`` keeps it whatever the strategy, as
+    texkit 0.1.0 did: set it to evaluate, predict with, export or resume a run that version
+    wrote with another strategy (its checkpoints hold the pooler, and the optimizer's state
+    lists the variables by position).
 
     Dropout (``dropout``) precedes the output layer. With ``num_classes: 1`` the logits lose
     their class axis and the predictions are ``logits > 0`` (binary).
@@ -101,6 +104,8 @@ class BERTClassifier(ModuleBase):
         "clas_strategy": "'cls_time', 'mean_time', 'all_time' or 'time_wise' (see above).",
         "max_seq_length": "Static input length; required by 'all_time', else unused.",
         "dropout": "Dropout rate before the output layer.",
+        "add_pooling_layer": "Build the encoder's pooler: null (only for 'cls_time', which reads "
+        "it), true or false.",
         "name": "Layer name.",
     }
 
@@ -116,10 +121,15 @@ class BERTClassifier(ModuleBase):
         if hp.clas_strategy == "all_time" and not hp.max_seq_length:
             raise HParamsError("clas_strategy 'all_time' needs max_seq_length", "max_seq_length")
         check_rate(hp, "dropout")
+        if hp.add_pooling_layer not in (None, True, False):
+            raise HParamsError(
+                f"expected null, true or false, got {hp.add_pooling_layer!r}", "add_pooling_layer"
+            )
+        pooler = hp.add_pooling_layer
         with hparams_scope("encoder"):
             self.encoder = encoder_class(hp.encoder_type)(
                 hp.encoder,
-                add_pooling_layer=hp.clas_strategy == "cls_time",
+                add_pooling_layer=hp.clas_strategy == "cls_time" if pooler is None else pooler,
                 dtype=self.dtype_policy,
             )
         self.pooling = MaskedMeanPooling(dtype=self.dtype_policy)
@@ -152,6 +162,7 @@ class BERTClassifier(ModuleBase):
             "clas_strategy": "cls_time",
             "max_seq_length": None,
             "dropout": 0.1,
+            "add_pooling_layer": None,
             "name": "bert_classifier",
         }
 

@@ -359,8 +359,11 @@ def _load(model: Any, path: str | os.PathLike, allow_non_finite: bool, keep_prev
     if missing_heads:
         logger.warning("%s: no %s in the checkpoint; left as initialized", file,
                        ", ".join(missing_heads))  # fmt: skip
-    if unused:
-        logger.warning("%s: %d entries not loaded: %s", file, len(unused), unused[:10])
+    # The entries of a part the model was built without (a pooler nothing reads) are left by
+    # choice: in the report, not in the log.
+    unexpected = [name for name in unused if name not in plan.set_aside]
+    if unexpected:
+        logger.warning("%s: %d entries not loaded: %s", file, len(unexpected), unexpected[:10])
     return LoadReport(
         fmt.name, family.name, plan.loaded, heads, missing_heads, unused, path, dict(raw)
     )

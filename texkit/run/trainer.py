@@ -407,6 +407,11 @@ class Trainer:
                 return_dict=True,
                 verbose=0,
             )
+        if not results:
+            raise ValueError(
+                f"data split {split!r} gave no batch to evaluate: a split is read more than once "
+                "(it may be counted first), so it must be readable again, not a one-shot generator"
+            )
         return {key: float(value) for key, value in results.items()}
 
     def predict(self, split: str = "test", steps: int | None = None) -> Any:

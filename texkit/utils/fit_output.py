@@ -30,6 +30,7 @@ from typing import Any
 
 import keras
 import tensorflow as tf
+from keras.callbacks import CallbackList
 
 __all__ = [
     "RAN_OUT_OF_DATA",
@@ -112,6 +113,10 @@ class EndOfDataExpected(keras.callbacks.Callback):
             scope, self._scope = self._scope, None
             scope.__exit__(None, None, None)
 
+    def on_train_begin(self, logs: Any = None) -> None:
+        # A scope left by a fit that raised was already undone by the caller's catch_warnings.
+        self._scope = None
+
     def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
         self._enter(self.train)
 
@@ -143,15 +148,18 @@ class KerasFitDefaults:
         arguments["verbose"] = keras_verbose(arguments.get("verbose", "auto"))
         if "shuffle" not in arguments and _is_dataset(arguments.get("x")):
             arguments["shuffle"] = False
-        callbacks = list(arguments.get("callbacks") or [])
-        if not any(isinstance(c, EndOfDataExpected) for c in callbacks):  # the Trainer's
-            callbacks.append(
-                EndOfDataExpected(
-                    train=arguments.get("steps_per_epoch") is None,
-                    validation=arguments.get("validation_steps") is None,
-                )
+        callbacks = arguments.get("callbacks") or []
+        # A CallbackList (which Keras takes too) is the caller's, configured: it is given as it
+        # is, and Keras' warning then stays.
+        if not isinstance(callbacks, CallbackList) and not any(
+            isinstance(c, EndOfDataExpected)
+            for c in callbacks  # the Trainer's
+        ):
+            quiet = EndOfDataExpected(
+                train=arguments.get("steps_per_epoch") is None,
+                validation=arguments.get("validation_steps") is None,
             )
-        arguments["callbacks"] = callbacks
+            arguments["callbacks"] = [*callbacks, quiet]
         with warnings.catch_warnings():
             return super().fit(**arguments)  # type: ignore[misc]
 
