@@ -40,6 +40,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+import keras
 import ml_dtypes
 import numpy as np
 import tensorflow as tf
@@ -240,7 +241,7 @@ class LoadPlan:
         stored = self.reader.shapes[name]
         rows = stored[0] if stored else 0
         by_rows = all(
-            self._rows_slice(row, len(stored)) is not None and _sliceable(variable)
+            self._rows_axis(row, len(stored)) is not None and _sliceable(variable)
             for variable, row in targets
         )
         parts = reader.chunks(name, _CHUNK_BYTES) if by_rows else [(0, rows, reader.read(name))]
@@ -260,25 +261,43 @@ class LoadPlan:
                 if start == 0 and stop == rows:  # the whole entry
                     variable.assign(tensor)
                 else:
-                    variable.value[self._rows_slice(row, len(stored))(start, stop)].assign(tensor)
+                    axis = self._rows_axis(row, len(stored))
+                    _write_part(variable.value, start, tensor, axis)
                 tensor = None
             part = None  # one part's values at a time
 
-    def _rows_slice(self, row: Row, ndim: int) -> Callable[[int, int], tuple] | None:
-        """Where rows ``start:stop`` of a stored entry of ``ndim`` axes go in the variable of
-        ``row``, or ``None`` if its layout does not keep them together (see
-        ``to_keras_layout``; a split cuts the last axis, the rows' own if it is the only one)."""
+    def _rows_axis(self, row: Row, ndim: int) -> int | None:
+        """The variable's axis that rows of a stored entry of ``ndim`` axes fill (``0``, or
+        ``-1`` for a transposed layout, whose stored first axis is the variable's last), or
+        ``None`` if its layout does not keep them together (see ``to_keras_layout``; a split
+        cuts the last axis, the rows' own if it is the only one)."""
         if self.fmt.name == KERAS_HUB or (row.split is not None and ndim < 2):
             return None
         layout = PER_HEAD.get(row.layout, row.layout)
         if layout == CONV1D and self.fmt.name != HUGGINGFACE:
             return None
         if layout == OUT_IN or (layout == DENSE and self.fmt.name == HUGGINGFACE):
-            # transposed: the stored first axis is the variable's last
-            if row.split is not None:
-                return None
-            return lambda start, stop: (Ellipsis, slice(start, stop))
-        return lambda start, stop: (slice(start, stop),)
+            return None if row.split is not None else -1
+        return 0
+
+
+def _write_part(variable: tf.Variable, start: int, part: tf.Tensor, axis: int) -> None:
+    """Writes ``part`` into ``variable`` from ``start`` on along ``axis`` (0 or -1), in place.
+
+    Compiled with XLA on purpose: TensorFlow's own slice assignment
+    (``variable[a:b].assign(...)``) puts the variable in "copy on read" mode for good, after
+    which every read of it, in every later call of the model, copies the whole variable (a
+    32,000-token table read at each decoding step). XLA's update is a plain assignment, done in
+    the variable's buffer.
+    """
+    index = [0] * len(variable.shape)
+    index[axis] = start
+    _update_slice(variable, tf.constant(index, tf.int32), part)
+
+
+@tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
+def _update_slice(variable: tf.Variable, index: tf.Tensor, part: tf.Tensor) -> None:
+    variable.assign(keras.ops.slice_update(variable, index, part))
 
 
 # The most bytes of an entry read, or of a variable copied out to save its value, at once.
