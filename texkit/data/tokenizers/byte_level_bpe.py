@@ -9,7 +9,8 @@ exported in a SavedModel.
    text are cut out first and kept whole, the longest at the leftmost place, with the
    whitespace before (``lstrip``) or after (``rstrip``) them when the file says so: first
    those that are not ``normalized`` in the text as written, then the ``normalized`` ones in
-   the normalized text between them, as the ``tokenizers`` library does.
+   the normalized text between them, as the ``tokenizers`` library does
+   (:mod:`~texkit.data.tokenizers.added_tokens`, shared with SentencePiece's ``"llama"``).
 2. The text between them is normalized (the file's Unicode normal form, Qwen's NFC; with
    ``tensorflow_text.normalize_utf8``), split by the file's pattern
    (:mod:`~texkit.data.tokenizers.split_patterns`; the pattern is recognized by its exact
@@ -40,12 +41,13 @@ Known differences from the ``tokenizers`` library, all at the edges:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from texkit.data.tokenizers.added_tokens import added_token_pattern, around_added
 from texkit.data.tokenizers.bpe_merges import bpe_pieces, merge_table
 from texkit.data.tokenizers.byte_bpe import (
     _MAX_CUT,
@@ -63,19 +65,9 @@ from texkit.data.tokenizers.templated import (
     utf8_or_replacement,
 )
 from texkit.data.tokenizers.tokenizer_config import SPECIAL_ROLES, read_tokenizer_config
-from texkit.data.tokenizers.tokenizer_json import AddedToken, TokenizerJson, read_tokenizer_json
+from texkit.data.tokenizers.tokenizer_json import TokenizerJson, read_tokenizer_json
 
 __all__ = ["ByteLevelBPETokenizer"]
-
-# Unicode White_Space, for an added token's lstrip / rstrip (Rust's char::is_whitespace).
-_WHITESPACE = (
-    r"[\t\n\x0B\x0C\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}"
-    r"\x{205F}\x{3000}]"
-)
-# The characters RE2 reads as syntax, escaped in an added token's text.
-_RE2_SPECIAL = frozenset("\\.^$|?*+()[]{}")
-# Brackets each added token in a text: not UTF-8, so in no text after transcoding.
-_MARK = b"\xff"
 
 
 class ByteLevelBPETokenizer(ChatTemplateMixin, TemplateTokenizer):
@@ -172,7 +164,7 @@ class ByteLevelBPETokenizer(ChatTemplateMixin, TemplateTokenizer):
         self._whole_words = _whole_words(spec.vocab, symbols) if spec.ignore_merges else None
         # The added tokens found in the text as written, then those found in the normalized.
         self._added = tuple(
-            _added_tokens([t for t in spec.added_tokens if t.normalized == normalized])
+            added_token_pattern([t for t in spec.added_tokens if t.normalized == normalized])
             for normalized in (False, True)
         )
         self._token_bytes = tf.constant(self._bytes_of_tokens(symbols), tf.string)
@@ -287,50 +279,23 @@ class ByteLevelBPETokenizer(ChatTemplateMixin, TemplateTokenizer):
         texts = tf.strings.unicode_transcode(
             texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
         )
-        return _around_added(texts, self._added[0], self._normalized_ids)
+        return around_added(texts, self._added[0], self._normalized_ids)
 
-    def _normalized_ids(self, texts: tf.Tensor) -> tf.RaggedTensor:
+    def _normalized_ids(self, texts: tf.Tensor, first: tf.Tensor) -> tf.RaggedTensor:
         """``[n]`` texts without the added tokens that are not ``normalized``: normalized, then
-        the ``normalized`` added tokens cut out, then the rest merged."""
+        the ``normalized`` added tokens cut out, then the rest merged (``first``, which part
+        of a text each is, changes nothing here)."""
         if self.normalizer is not None:
             texts = tf_text.normalize_utf8(texts, self.normalizer)
-        return _around_added(texts, self._added[1], self._text_ids)
+        return around_added(texts, self._added[1], self._text_ids)
 
-    def _text_ids(self, texts: tf.Tensor) -> tf.RaggedTensor:
-        """``[n]`` normalized texts without added tokens to ``[n, (tokens)]`` ids."""
+    def _text_ids(self, texts: tf.Tensor, first: tf.Tensor) -> tf.RaggedTensor:
+        """``[n]`` normalized texts without added tokens to ``[n, (tokens)]`` ids (``first``
+        is not used: byte-level BPE adds no prefix)."""
         pieces = split_pieces(texts, SPLIT_PATTERNS[self.split_pattern])
         if self.max_chars_per_word is not None:
             pieces = _cut_long_pieces(pieces, self.max_chars_per_word)
         return bpe_pieces(pieces, self._byte_ids, self._merges, self.vocab_size, self._whole_words)
-
-
-def _around_added(
-    texts: tf.Tensor,
-    added: tuple[str, tf.lookup.StaticHashTable] | None,
-    text_ids: Callable[[tf.Tensor], tf.RaggedTensor],
-) -> tf.RaggedTensor:
-    """``[n]`` texts to ``[n, (tokens)]`` ids: the added tokens of ``added`` (a pattern and the
-    table of their ids, or ``None``) kept whole, the text between them given to ``text_ids``."""
-    if added is None:
-        return text_ids(texts)
-    pattern, table = added
-    # MARK token MARK around each added token: the parts of a text alternate text, token.
-    marked = tf.strings.regex_replace(texts, pattern, _MARK + rb"\0" + _MARK)
-    parts = tf.strings.split(marked, _MARK)
-    flat = parts.flat_values
-    position = tf.range(tf.size(flat, out_type=tf.int64)) - tf.gather(
-        parts.row_starts(), parts.value_rowids()
-    )
-    is_token = position % 2 == 1
-    between = text_ids(tf.where(is_token, "", flat))
-    token = table.lookup(flat)
-    # A token that took the whitespace around it (lstrip, rstrip), without it.
-    bare = tf.strings.regex_replace(flat, f"^{_WHITESPACE}+|{_WHITESPACE}+$", "")
-    token = tf.where(token < 0, table.lookup(bare), token)
-    tokens = tf.RaggedTensor.from_row_lengths(
-        tf.cast(tf.boolean_mask(token, is_token), tf.int32), tf.cast(is_token, tf.int64)
-    )
-    return parts.with_flat_values(tf.concat([between, tokens], axis=1)).merge_dims(1, 2)
 
 
 def _check_max_chars(max_chars_per_word: int | None) -> None:
@@ -359,27 +324,3 @@ def _whole_words(vocab: dict[str, int], symbols: tuple[str, ...]) -> tf.lookup.S
         ),
         default_value=-1,
     )
-
-
-def _added_tokens(
-    tokens: list[AddedToken],
-) -> tuple[str, tf.lookup.StaticHashTable] | None:
-    """The RE2 pattern that matches one of ``tokens`` (the longest first, with the whitespace
-    its ``lstrip`` / ``rstrip`` take), and the table from a token's text to its id; ``None``
-    for no tokens."""
-    if not tokens:
-        return None
-    alternatives = []
-    for token in sorted(tokens, key=lambda t: -len(t.content.encode("utf-8"))):
-        text = "".join("\\" + c if c in _RE2_SPECIAL else c for c in token.content)
-        lead = f"{_WHITESPACE}*" if token.lstrip else ""
-        tail = f"{_WHITESPACE}*" if token.rstrip else ""
-        alternatives.append(f"{lead}{text}{tail}")
-    ids = {token.content: token.id for token in tokens}
-    table = tf.lookup.StaticHashTable(
-        tf.lookup.KeyValueTensorInitializer(
-            tf.constant(list(ids), tf.string), tf.constant(list(ids.values()), tf.int64)
-        ),
-        default_value=-1,
-    )
-    return "|".join(alternatives), table

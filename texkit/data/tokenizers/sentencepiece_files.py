@@ -4,6 +4,9 @@ folder's ``tokenizer_config.json`` and ``config.json`` (the style, ALBERT's opti
 ``"llama"`` the special tokens and whether BOS and EOS are added:
 :mod:`~texkit.data.tokenizers.tokenizer_config`).
 
+For the ``"llama"`` style, a copy of the model without its dummy prefix
+(``_without_dummy_prefix``) lets the tokenizer write the prefix where Hugging Face puts it.
+
 The model file is read by :func:`~texkit.data.tokenizers.reading.read_file` (a regular file of
 at most :data:`texkit.files.MAX_JSON_BYTES` bytes), the JSON files by
 :func:`~texkit.data.tokenizers.reading.read_json_object` (at most
@@ -19,9 +22,12 @@ from typing import Any
 
 import tensorflow as tf
 
+from texkit.data.tokenizers.added_tokens import added_token_flags
 from texkit.data.tokenizers.albert_text import ALBERT_OPTIONS
 from texkit.data.tokenizers.reading import present, read_file, read_json_object, shown
 from texkit.data.tokenizers.tokenizer_config import read_tokenizer_config
+from texkit.data.tokenizers.tokenizer_json import AddedToken
+from texkit.data.tokenizers.unknown_runs import unknown_run_pattern
 
 # Tokenizer classes and model types of Hugging Face folders, to a style.
 _STYLE_OF_CLASS = {
@@ -88,6 +94,34 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
         if not byte & 0x80:
             return result, pos
         shift += 7
+
+
+def _varint_bytes(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes(out) + bytes((value,))
+
+
+def _field(number: int, wire: int, value: Any) -> bytes:
+    """One field of a protocol buffer message, serialized (the inverse of :func:`_fields`)."""
+    key = _varint_bytes(number << 3 | wire)
+    if wire == 0:
+        return key + _varint_bytes(value)
+    return key + (_varint_bytes(len(value)) if wire == 2 else b"") + value
+
+
+def _without_dummy_prefix(data: bytes) -> bytes:
+    """The model ``data`` (checked by :func:`_read_model`) with
+    ``normalizer_spec.add_dummy_prefix`` false, all else as it was."""
+    fields = []
+    for number, wire, value in _fields(data):
+        if (number, wire) == (3, 2):
+            kept = [_field(*field) for field in _fields(value) if field[:2] != (3, 0)]
+            value = b"".join(kept) + _field(3, 0, 0)
+        fields.append(_field(number, wire, value))
+    return b"".join(fields)
 
 
 def _fields(data: bytes) -> list[tuple[int, int, Any]]:
@@ -246,23 +280,33 @@ def _folder_settings(
                     )
                 kwargs[option] = value
     elif style == "llama":
-        kwargs = _llama_settings(folder, where, kwargs)
+        kwargs = _llama_settings(folder, config, where, kwargs)
     return model_file, style, kwargs
 
 
-def _llama_settings(folder: str, where: str, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` with the special tokens, ``add_bos_token``, ``add_eos_token`` and the added
-    tokens of the folder's ``tokenizer_config.json`` and ``special_tokens_map.json`` (those
+def _llama_settings(
+    folder: str, raw: dict[str, Any], where: str, kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """``kwargs`` with the special tokens, ``add_bos_token``, ``add_eos_token``, ``legacy`` and
+    the added tokens (with their ``lstrip`` and ``rstrip``) of the folder's
+    ``tokenizer_config.json`` (``raw``: as read) and ``special_tokens_map.json`` (those
     ``kwargs`` do not give)."""
     config = read_tokenizer_config(folder, where)
+    config_file = os.path.join(folder, "tokenizer_config.json")
     kwargs = dict(kwargs)
+    if kwargs.get("legacy") is None:
+        legacy = raw.get("legacy")
+        if legacy is not None and not isinstance(legacy, bool):
+            raise ValueError(f"{config_file!r}: legacy must be true or false, got {shown(legacy)}")
+        kwargs["legacy"] = legacy
     for flag in ("add_bos_token", "add_eos_token"):
         if kwargs.get(flag) is None:
             kwargs[flag] = getattr(config, flag)
     kwargs["special_tokens"] = {**config.tokens, **(kwargs.get("special_tokens") or {})}
     if kwargs.get("added_tokens") is None:
+        flags = added_token_flags(raw, config_file)
         kwargs["added_tokens"] = {
-            token_id: (token.content, token.special)
+            token_id: (token.content, token.special, *flags[token_id])
             for token_id, token in config.added_tokens.items()
         }
     return kwargs
@@ -293,7 +337,7 @@ def _llama_specials(
     where = f"SentencePieceTokenizer: model_file {model_file!r}"
     vocabulary: list[str | None] = [text for text, _, _ in pieces]
     special_added = set()
-    for token_id, (content, special) in sorted(added.items()):
+    for token_id, (content, special, *_) in sorted(added.items()):
         if token_id < len(pieces):
             if content != pieces[token_id][0]:
                 raise ValueError(
@@ -337,36 +381,43 @@ def _llama_specials(
     return vocabulary, special, special_added
 
 
-def _llama_options(
-    style: str,
-    add_bos_token: bool | None,
-    add_eos_token: bool | None,
-    special_tokens: Mapping[str, str | None] | None,
-    added_tokens: Mapping[int, tuple[str, bool]] | None,
-) -> dict[str, bool | None]:
-    """The ``"llama"`` flags, checked, with Hugging Face's ``LlamaTokenizer`` defaults (BOS
-    added, EOS not); ``None`` for the other styles, which take none of these arguments."""
-    given = {"add_bos_token": add_bos_token, "add_eos_token": add_eos_token}
-    if style != "llama":
-        extra = {"special_tokens": special_tokens, "added_tokens": added_tokens, **given}
-        named = [key for key, value in extra.items() if value is not None]
-        if named:
-            raise ValueError(
-                f"SentencePieceTokenizer: {', '.join(named)} belong to style='llama'; "
-                f"style={style!r} has its own special tokens (leave them None)"
-            )
-        return dict.fromkeys(given)
-    for flag, value in given.items():
-        if value is not None and not isinstance(value, bool):
-            raise TypeError(f"SentencePieceTokenizer: {flag} must be a bool or None, got {value!r}")
-    roles = ("bos", "eos", "unk", "pad")
-    for role, text in (special_tokens or {}).items():
-        if role not in roles or (text is not None and not isinstance(text, str)):
-            raise ValueError(
-                f"SentencePieceTokenizer: special_tokens maps {roles} to a token's text or None, "
-                f"got {role!r}: {text!r}"
-            )
-    return {
-        "add_bos_token": True if add_bos_token is None else add_bos_token,
-        "add_eos_token": False if add_eos_token is None else add_eos_token,
-    }
+def _llama_cut(
+    added: Mapping[int, tuple],
+    special: Mapping[str, int | None],
+    vocabulary: list[str | None],
+) -> list[AddedToken]:
+    """The tokens the ``"llama"`` style cuts out of a text before SentencePiece, as Hugging
+    Face's tokenizer of the folder does: the added tokens (with their ``lstrip`` and
+    ``rstrip``) and the special tokens of the roles. (Hugging Face's also cuts out the model's
+    user-defined pieces, which SentencePiece keeps whole too, but for those with spaces, which
+    it never matches: on Gemma's runs of spaces, the ids are the library's.)"""
+    cut: dict[str, AddedToken] = {}
+    for token_id, (content, is_special, *strip) in sorted(added.items()):
+        lstrip, rstrip = strip or (False, False)
+        cut.setdefault(content, AddedToken(content, token_id, is_special, lstrip, rstrip, False))
+    for token_id in special.values():
+        text = None if token_id is None else vocabulary[token_id]
+        if text:
+            cut.setdefault(text, AddedToken(text, token_id, True, False, False, False))
+    return list(cut.values())
+
+
+def _unknown_runs(
+    pieces: list[tuple[str, float, int]], specs: dict[str, Any], model_file: str
+) -> str | None:
+    """The pattern of the runs of unknown characters that are cut to what gives
+    SentencePiece the same ids in linear time (:mod:`~texkit.data.tokenizers.unknown_runs`),
+    compiled by RE2 here, not in the middle of a pipeline; errors name the model file."""
+    try:
+        pattern = unknown_run_pattern(pieces, specs["charsmap"], specs["byte_fallback"])
+        if pattern is not None:
+            with tf.init_scope():
+                tf.strings.regex_replace([""], pattern, r"\1")
+    except ValueError as e:
+        raise ValueError(f"SentencePieceTokenizer: model_file {model_file!r}: {e}") from None
+    except tf.errors.InvalidArgumentError as e:
+        raise ValueError(
+            f"SentencePieceTokenizer: model_file {model_file!r}: its characters make a "
+            f"pattern RE2 cannot compile ({e.message})"
+        ) from None
+    return pattern
