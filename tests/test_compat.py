@@ -233,6 +233,23 @@ def test_dense_kernel_remove_variable_and_unlocked_tracker_reach_what_keras_keep
     assert any(weight is dense.extra for weight in dense.weights)
 
 
+def test_compiled_by_xla_tells_a_jit_compiled_trace_from_others():
+    seen = []
+
+    def probe(x):
+        seen.append(_compat.compiled_by_xla())
+        return tf.while_loop(lambda i: i < 1, lambda i: i + probe_inner(), [x])
+
+    def probe_inner():
+        seen.append(_compat.compiled_by_xla())
+        return tf.constant(1)
+
+    tf.function(probe, jit_compile=True)(tf.constant(0))
+    tf.function(probe)(tf.constant(0))
+    seen.append(_compat.compiled_by_xla())  # eager
+    assert seen == [True, True, False, False, False]
+
+
 def test_no_private_keras_or_tensorflow_use_outside_compat():
     found = []
     for root, _, files in os.walk(TEXKIT):

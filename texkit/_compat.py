@@ -21,6 +21,7 @@ __all__ = [
     "DropoutRNNCell",
     "average_scalar_logs_across_workers",
     "build_model_from_specs",
+    "compiled_by_xla",
     "cond_with_function_branches",
     "one_replica_spec",
     "set_worker_health_check",
@@ -250,3 +251,26 @@ def cond_with_function_branches(
             except AttributeError:
                 pass
     return result
+
+
+# -- TensorFlow: is this graph compiled by XLA? --------------------------------------------------
+
+
+def compiled_by_xla() -> bool:
+    """Whether the ops being built now will be compiled by XLA: traced inside a
+    ``tf.function(jit_compile=True)`` (or a graph nested in one). False when executing eagerly.
+
+    Some ops have a best form that differs between the two: writing a few steps into a key/value
+    cache is an in-place ``dynamic_update_slice`` under XLA, while outside XLA that op compiles
+    and launches an XLA computation of its own at every call (``texkit.core.attention.
+    write_steps``). TensorFlow tracks this in a private helper of its control flow code; there is
+    no public query. Where the helper is missing, this answers False (the form that works
+    everywhere).
+    """
+    if tf.executing_eagerly():
+        return False
+    try:
+        from tensorflow.python.ops import control_flow_util
+    except ImportError:
+        return False
+    return bool(control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()))

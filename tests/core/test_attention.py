@@ -218,3 +218,25 @@ def test_cache_errors_name_the_problem():
         layer.init_cache(1, 0)
     cache = layer.init_cache(2, 5)
     assert cache.keys.shape == (2, 3, 5, 4) and cache.values.dtype == tf.float32
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph", "xla"])
+def test_write_steps_writes_the_steps_into_the_buffer(mode):
+    """The cache write of every decoder (a scatter outside XLA, a dynamic update slice under
+    it) against NumPy's slice assignment, for one step and for several."""
+    from texkit.core.attention import write_steps
+
+    rng = np.random.default_rng(0)
+    buffer = rng.normal(size=(2, 3, 7, 4)).astype(np.float32)
+
+    def run(steps, time):
+        return write_steps(tf.constant(buffer), steps, time)
+
+    if mode != "eager":
+        run = tf.function(run, jit_compile=mode == "xla")
+    for count, time in ((1, 0), (1, 6), (3, 2)):
+        steps = rng.normal(size=(2, 3, count, 4)).astype(np.float64)
+        want = buffer.copy()
+        want[:, :, time : time + count] = steps.astype(np.float32)
+        got = run(tf.constant(steps), tf.constant(time))
+        np.testing.assert_array_equal(got.numpy(), want)

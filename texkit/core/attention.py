@@ -21,6 +21,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from texkit._compat import compiled_by_xla
 from texkit.configurable import ModuleBase
 from texkit.core.dropout import dropout
 from texkit.core.layers import get_initializer
@@ -90,6 +91,27 @@ def _causal_from(time: Any, steps: Any, length: Any) -> Any:
     j``."""
     rows = time + ops.arange(steps, dtype="int32")[:, None]
     return ops.arange(length, dtype="int32")[None, :] <= rows
+
+
+def write_steps(buffer: Any, steps: Any, time: Any) -> Any:
+    """``buffer [batch, heads, max_time, depth]`` with ``steps [batch, heads, n, depth]`` written
+    at steps ``time .. time + n`` (cast to the buffer's dtype): a key/value cache written.
+
+    Under XLA this is a ``dynamic_update_slice``, done in place. Outside XLA (a ``tf.function``
+    without ``jit_compile``, eager) TensorFlow runs that op by compiling and launching an XLA
+    computation of its own at every call (24 launches a step for a 12-block decoder), so there
+    the same values are written with ``tf.tensor_scatter_nd_update``.
+    """
+    steps = ops.cast(steps, buffer.dtype)
+    time = ops.cast(time, "int32")
+    if compiled_by_xla():
+        return ops.slice_update(buffer, [0, 0, time, 0], steps)
+    shape = tf.shape(steps)
+    rows, heads, positions = tf.meshgrid(
+        tf.range(shape[0]), tf.range(shape[1]), time + tf.range(shape[2]), indexing="ij"
+    )
+    indices = tf.stack([rows, heads, positions], axis=-1)
+    return tf.tensor_scatter_nd_update(buffer, indices, steps)
 
 
 class KVCache(NamedTuple):
@@ -355,10 +377,8 @@ class MultiHeadAttention(ModuleBase):
     def _write_cache(self, queries: Any, cache: KVCache, time: Any) -> KVCache:
         """``cache`` with the keys and values of ``queries`` written at steps ``time ..``."""
         new = self.project_memory(queries)
-        start = [0, 0, time, 0]
         return KVCache(
-            ops.slice_update(cache.keys, start, ops.cast(new.keys, cache.keys.dtype)),
-            ops.slice_update(cache.values, start, ops.cast(new.values, cache.values.dtype)),
+            write_steps(cache.keys, new.keys, time), write_steps(cache.values, new.values, time)
         )
 
     def compute_output_shape(self, queries_shape: Any, *args: Any, **kwargs: Any) -> Any:

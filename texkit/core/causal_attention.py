@@ -31,7 +31,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from texkit.core.attention import MASK_BIAS, KVCache, dense_2d, sequence_mask
+from texkit.core.attention import MASK_BIAS, KVCache, dense_2d, sequence_mask, write_steps
 from texkit.core.dropout import dropout
 from texkit.core.normalization import RMSNorm
 
@@ -246,10 +246,8 @@ class CausalSelfAttention(keras.layers.Layer):
         query_steps = ops.arange(steps, dtype="int32")
         if cache is not None:
             time = ops.cast(time, "int32")
-            start = [0, 0, time, 0]
             cache = KVCache(
-                ops.slice_update(cache.keys, start, ops.cast(keys, cache.keys.dtype)),
-                ops.slice_update(cache.values, start, ops.cast(values, cache.values.dtype)),
+                write_steps(cache.keys, keys, time), write_steps(cache.values, values, time)
             )
             keys, values = cache
             if ancestry is not None:

@@ -28,7 +28,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from texkit.core.attention import MASK_BIAS, KVCache, dense_2d
+from texkit.core.attention import MASK_BIAS, KVCache, dense_2d, write_steps
 from texkit.core.dropout import dropout
 
 __all__ = ["RelativeAttention"]
@@ -121,11 +121,7 @@ class RelativeAttention(keras.layers.Layer):
         ``queries [batch, steps, input_dim]`` written at steps ``time ..`` (in place under XLA)."""
         keys, values = cache
         new_keys, new_values = self.project(queries)
-        start = [0, 0, time, 0]
-        return KVCache(
-            ops.slice_update(keys, start, ops.cast(new_keys, keys.dtype)),
-            ops.slice_update(values, start, ops.cast(new_values, values.dtype)),
-        )
+        return KVCache(write_steps(keys, new_keys, time), write_steps(values, new_values, time))
 
     def attend(
         self, queries: Any, kv: Any, bias: Any = None, mask: Any = None, training: Any = None
