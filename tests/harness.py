@@ -261,3 +261,16 @@ def check_module_contract(
                 err_msg=f"padding changed output {index} at a valid step",
             )
     return reference
+
+
+def tokenizer_serving(tokenizer: Any, serve: Any) -> tf.Module:
+    """A ``tf.Module`` holding ``tokenizer`` (so a SavedModel keeps its tables) whose ``serve``
+    is ``serve(tokenizer, texts)`` as a ``tf.function`` of ``[None]`` strings: the SavedModel
+    round trips of the tokenizer tests."""
+    module = tf.Module()
+    module.tokenizer = tokenizer
+    module.serve = tf.function(
+        lambda texts: serve(module.tokenizer, texts),
+        input_signature=[tf.TensorSpec([None], tf.string)],
+    )
+    return module

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.harness import tokenizer_serving
 from texkit.data.tokenizers import GPT2BPETokenizer
 from texkit.data.tokenizers.byte_bpe import byte_symbols
 from texkit.data.tokenizers.split_patterns import SPLIT_PATTERNS, split_pieces
@@ -246,22 +247,16 @@ def graph_op_types(concrete):
 def test_saved_model_round_trip(roberta, reference, tmp_path):
     texts, expected = reference["texts"][:400], reference["ids"][:400]
 
-    class Serving(tf.Module):
-        def __init__(self, tokenizer):
-            super().__init__()
-            self.tokenizer = tokenizer
+    def serve(tokenizer, texts):
+        ids = tokenizer.tokenize(texts)
+        features = tokenizer.encode(texts)
+        return {
+            "ids": ids.to_tensor(-1),
+            "lengths": ids.row_lengths(),
+            "input_ids": features["input_ids"],
+        }
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-        def serve(self, texts):
-            ids = self.tokenizer.tokenize(texts)
-            features = self.tokenizer.encode(texts)
-            return {
-                "ids": ids.to_tensor(-1),
-                "lengths": ids.row_lengths(),
-                "input_ids": features["input_ids"],
-            }
-
-    module = Serving(roberta)
+    module = tokenizer_serving(roberta, serve)
     types = graph_op_types(module.serve.get_concrete_function())
     assert not types & {"PyFunc", "EagerPyFunc", "PyFuncStateless"}
     path = str(tmp_path / "serving")

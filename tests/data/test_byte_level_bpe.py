@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.harness import tokenizer_serving
 from texkit.data import ByteLevelBPETokenizer
 from texkit.data.tokenizers.byte_bpe import byte_symbols
 
@@ -268,18 +269,12 @@ def test_saved_model_round_trip(name, reference, tmp_path):
     texts = reference["texts"][-300:]
     expected = id_rows(ids_of(name, reference))[-300:]
 
-    class Serving(tf.Module):
-        def __init__(self, tokenizer):
-            super().__init__()
-            self.tokenizer = tokenizer
-
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-        def serve(self, texts):
-            ids = self.tokenizer.tokenize(texts)
-            return {"ids": ids.to_tensor(-1), "lengths": ids.row_lengths()}
+    def serve(tokenizer, texts):
+        ids = tokenizer.tokenize(texts)
+        return {"ids": ids.to_tensor(-1), "lengths": ids.row_lengths()}
 
     path = str(tmp_path / "serving")
-    tf.saved_model.save(Serving(tokenizer), path)
+    tf.saved_model.save(tokenizer_serving(tokenizer, serve), path)
     outputs = tf.saved_model.load(path).serve(tf.constant(texts))
     ids = tf.RaggedTensor.from_tensor(outputs["ids"], lengths=outputs["lengths"])
     assert ids.to_list() == expected

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import tensorflow as tf
 
+from tests.harness import tokenizer_serving
 from texkit.data.tokenizers import SentencePieceTokenizer, apply_chat_template
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "sentencepiece_byte"
@@ -142,15 +143,9 @@ def test_tf_data_and_saved_model_keep_added_tokens_whole(tmp_path, tokenizers):
     batches = tf.data.Dataset.from_tensor_slices(texts).batch(8).map(tokenizer.tokenize)
     assert [row for batch in batches for row in batch.to_list()] == expected
 
-    class Serving(tf.Module):
-        def __init__(self, tokenizer):
-            super().__init__()
-            self.tokenizer = tokenizer
-
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-        def serve(self, texts):
-            return self.tokenizer.tokenize(texts)
+    def serve(tokenizer, texts):
+        return tokenizer.tokenize(texts)
 
     path = str(tmp_path / "serving")
-    tf.saved_model.save(Serving(tokenizer), path)
+    tf.saved_model.save(tokenizer_serving(tokenizer, serve), path)
     assert tf.saved_model.load(path).serve(tf.constant(texts)).to_list() == expected

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.harness import tokenizer_serving
 from texkit.data.tokenizers import SentencePieceTokenizer
 from texkit.data.tokenizers.tokenizer_config import read_tokenizer_config
 
@@ -304,18 +305,11 @@ def test_saved_model_round_trip_with_detokenize(tmp_path, reference):
     expected = tokenizer.encode(texts)
     expected_text = tokenizer.detokenize(tokenizer.tokenize(texts))
 
-    class Serving(tf.Module):
-        def __init__(self, tokenizer):
-            super().__init__()
-            self.tokenizer = tokenizer
+    def serve(tokenizer, texts):
+        features = tokenizer.encode(texts)
+        return {"text": tokenizer.detokenize(tokenizer.tokenize(texts)), **features}
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-        def serve(self, texts):
-            features = self.tokenizer.encode(texts)
-            text = self.tokenizer.detokenize(self.tokenizer.tokenize(texts))
-            return {"text": text, **features}
-
-    module = Serving(tokenizer)
+    module = tokenizer_serving(tokenizer, serve)
     path = str(tmp_path / "serving")
     tf.saved_model.save(module, path)
     del module, tokenizer

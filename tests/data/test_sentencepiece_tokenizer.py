@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.harness import tokenizer_serving
 from texkit.data.tokenizers import SentencePieceTokenizer
 from texkit.data.tokenizers.albert_text import _COMBINING, _RECENT_CAPITALS, _WHITESPACE
 from texkit.data.tokenizers.sentencepiece_files import _read_model
@@ -416,18 +417,12 @@ def test_saved_model_round_trip(style, reference, tmp_path):
     expected_ids = reference[f"{style}_ids"][::41]
     expected = tokenizer.encode(texts, texts[::-1])
 
-    class Serving(tf.Module):
-        def __init__(self, tokenizer):
-            super().__init__()
-            self.tokenizer = tokenizer
+    def serve(tokenizer, texts):
+        ids = tokenizer.tokenize(texts)
+        features = tokenizer.encode(texts, tf.reverse(texts, [0]))
+        return {"ids": ids.to_tensor(-1), "lengths": ids.row_lengths(), **features}
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-        def serve(self, texts):
-            ids = self.tokenizer.tokenize(texts)
-            features = self.tokenizer.encode(texts, tf.reverse(texts, [0]))
-            return {"ids": ids.to_tensor(-1), "lengths": ids.row_lengths(), **features}
-
-    module = Serving(tokenizer)
+    module = tokenizer_serving(tokenizer, serve)
     types = graph_op_types(module.serve.get_concrete_function())
     assert not types & {"PyFunc", "EagerPyFunc", "PyFuncStateless"}
     path = str(tmp_path / "serving")
