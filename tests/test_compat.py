@@ -163,23 +163,44 @@ def _private_uses(path):
             yield f"{path}:{node.lineno}: uses .{node.attr}"
 
 
-def test_set_worker_health_check_sets_what_the_strategy_reads():
+def test_set_worker_heartbeat_configures_the_coordination_service_before_the_strategy():
     from tensorflow.python.distribute import collective_all_reduce_strategy as collective
+    from tensorflow.python.eager import context
 
     extended = collective.CollectiveAllReduceExtended
     names = ("_enable_check_health", "_check_health_interval", "_check_health_timeout")
     before = {name: getattr(extended, name, None) for name in names}
+    configured = context.context().coordination_service
+    # The strategy configures the service only when nothing has, and then turns off its own
+    # health-check thread, which reads the class attributes when the strategy is made.
+    source = inspect.getsource(extended)
+    if "context.context().coordination_service is None" not in source:
+        _broken("set_worker_heartbeat", "the strategy no longer configures the service itself")
+    if not all(f"self.{name}" in source for name in names):
+        _broken("set_worker_heartbeat", "the strategy no longer reads its health-check settings")
+    cluster = tf.train.ClusterSpec({"worker": ["127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"]})
     try:
-        _compat.set_worker_health_check(7)
-        # The strategy's health-check thread reads these when the strategy is made.
-        source = inspect.getsource(extended)
-        if not all(f"self.{name}" in source for name in names):
-            _broken("set_worker_health_check", "the strategy no longer reads its settings")
+        context.context()._coordination_service_config = None
+        _compat.set_worker_heartbeat(cluster, "worker", 7)
+        config = context.context().coordination_service
+        assert config.heartbeat_timeout_in_ms == 7000
+        assert config.service_type == "standalone"
+        assert config.service_leader == "/job:worker/replica:0/task:0"
+        assert [(job.name, job.num_tasks) for job in config.coordinated_job_list] == [("worker", 3)]
         assert (extended._check_health_interval, extended._check_health_timeout) == (7, 7)
+        # A service configured before (by the user, or an earlier strategy) is left as it is.
+        _compat.set_worker_heartbeat(cluster, "worker", 3)
+        assert context.context().coordination_service.heartbeat_timeout_in_ms == 7000
+        # As the strategy does, nothing for a task outside the coordinated jobs.
+        context.context()._coordination_service_config = None
+        _compat.set_worker_heartbeat(cluster, "evaluator", 7)
+        assert context.context().coordination_service is None
     finally:
+        context.context()._coordination_service_config = configured
         for name, value in before.items():
             setattr(extended, name, value)
-    # The two-process runs of tests/run/test_faults.py find a silent worker within 4 heartbeats.
+    # tests/run/test_faults.py: two-process runs find a silent worker within heartbeat_seconds,
+    # and ride out a shorter pause than TensorFlow's default timeout.
 
 
 def test_trace_time_collective_keys_switches_the_launchers_key_mode():

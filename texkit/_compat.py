@@ -24,7 +24,7 @@ __all__ = [
     "compiled_by_xla",
     "cond_with_function_branches",
     "one_replica_spec",
-    "set_worker_health_check",
+    "set_worker_heartbeat",
     "dense_kernel",
     "remove_variable",
     "sublayers",
@@ -179,26 +179,46 @@ def average_scalar_logs_across_workers() -> None:
 # -- TensorFlow: lost workers -------------------------------------------------------------------
 
 
-def set_worker_health_check(seconds: float) -> None:
-    """Makes ``MultiWorkerMirroredStrategy`` check every ``seconds`` that each worker answers.
+def set_worker_heartbeat(
+    cluster_spec: tf.train.ClusterSpec, task_type: str, seconds: float
+) -> None:
+    """Makes the ``MultiWorkerMirroredStrategy`` of task ``task_type`` of ``cluster_spec``, made
+    next, find a silent worker within ``seconds``.
 
-    The strategy starts a thread that asks every peer whether it is alive, every 30 s by default,
-    waiting 10 s for an answer, three times, before it aborts the collectives with
-    ``UnavailableError`` naming the peer (``/job:worker/replica:0/task:1 is down``). A worker
-    whose machine vanished (no connection reset reaches the others) would otherwise leave them
-    waiting in an all-reduce for up to a minute. The settings are class attributes of
-    TensorFlow's ``CollectiveAllReduceExtended``, read when a strategy is made; TensorFlow has no
-    public option for them (``CommunicationOptions.timeout_seconds`` bounds each collective
-    instead, which also fails a healthy worker that is slow, e.g. compiling or saving). Here the
-    check runs every ``seconds`` and waits ``seconds`` for each answer: a lost worker is found
-    within about four times ``seconds``.
+    TensorFlow watches the workers of such a strategy in one of two ways. By default it starts
+    its coordination service (on the chief, or worker 0): every worker sends it a heartbeat every
+    half of the service's heartbeat timeout (10 s), and a worker not heard from within the timeout
+    is reported to all, whose collectives are aborted. The strategy configures the service only
+    when nothing has before it, and then turns its other way off: a thread that asks every peer
+    whether it answers. So the service is configured here first, the way the strategy would
+    (same leader, same jobs), with the timeout ``seconds``; TensorFlow has no public option for
+    it (``CommunicationOptions.timeout_seconds`` bounds each collective instead, which also fails
+    a healthy worker that is slow, e.g. compiling or saving). The thread's settings, class
+    attributes of TensorFlow's ``CollectiveAllReduceExtended``, are set too (every ``seconds``,
+    waiting ``seconds`` for an answer, three times), for a process whose coordination service
+    was configured by someone else. Call it before any other TensorFlow work of the process.
     """
+    from tensorflow.compiler.xla.tsl.protobuf import coordination_config_pb2
     from tensorflow.python.distribute import collective_all_reduce_strategy as collective
+    from tensorflow.python.distribute import multi_worker_util
+    from tensorflow.python.eager import context
 
     extended = collective.CollectiveAllReduceExtended
     extended._enable_check_health = True
     extended._check_health_interval = seconds
     extended._check_health_timeout = seconds
+    jobs = [job for job in ("chief", "worker") if job in cluster_spec.jobs]
+    if context.context().coordination_service is not None or task_type not in jobs:
+        return
+    context.context().configure_coordination_service(
+        service_type="standalone",
+        service_leader=multi_worker_util.coordination_leader(cluster_spec),
+        coordinated_jobs=[
+            coordination_config_pb2.CoordinatedJob(name=job, num_tasks=cluster_spec.num_tasks(job))
+            for job in jobs
+        ],
+        heartbeat_timeout_in_ms=max(1, round(seconds * 1000)),
+    )
 
 
 # -- TensorFlow: collectives inside Keras' multi-step loop ---------------------------------------

@@ -1,17 +1,21 @@
-"""Faults of a running job: preemption (a real SIGTERM) and a worker killed mid-run.
+"""Faults of a running job: preemption (a real SIGTERM), a worker killed mid-run, a worker that
+stops answering (SIGSTOP) and one paused for less than the heartbeat timeout.
 
-Every run here is a separate process (tests/run/train_job.py) training the toy experiment; the
-resumed runs must end with the weights of a run that was never interrupted.
+Every run here is a separate process (tests/run/train_job.py, or ``texkit train``) training the
+toy experiment; the resumed runs must end with the weights of a run that was never interrupted.
 """
 
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
+import yaml
 
 import texkit as tx
 
@@ -196,7 +200,7 @@ def _wait_for_exit(process, timeout):
 def test_a_worker_killed_mid_run_fails_the_other_at_once_and_both_resume(tmp_path):
     wait_for_process_jobs()  # the timings below are of a machine running this test alone
     hparams = _multi_worker(str(tmp_path / "run"))
-    hparams["distribution"]["heartbeat_seconds"] = 2
+    hparams["distribution"]["heartbeat_seconds"] = 5  # the reset connection tells, not this
     chief, killed = _start_two_workers(hparams, tmp_path, "run", kill_at_step=15, signal_task=1)
     killed_at = _wait_for_exit(killed, 300)
     failed_at = _wait_for_exit(chief, 120)
@@ -220,29 +224,134 @@ def test_a_worker_killed_mid_run_fails_the_other_at_once_and_both_resume(tmp_pat
         np.testing.assert_allclose(resumed[key], trainer.model.weights[index].numpy(), atol=1e-5)
 
 
+class _TimedLines:
+    """The lines a process writes on its stdout, each with the time it was read."""
+
+    def __init__(self, process):
+        self.lines = []
+        self._thread = threading.Thread(target=self._read, args=(process,), daemon=True)
+        self._thread.start()
+
+    def _read(self, process):
+        for line in process.stdout:
+            self.lines.append((time.monotonic(), line))
+
+    def text(self):
+        self._thread.join(timeout=30)
+        return "".join(line for _, line in self.lines)
+
+    def first(self, words):
+        return next((at for at, line in self.lines if words in line), None)
+
+
 def test_a_worker_that_stops_answering_is_found_by_the_heartbeat(tmp_path):
     # A stopped process keeps its connections open, as a machine that vanished from the network
-    # does: no connection reset tells the other worker; only the health check can.
+    # does: no connection reset tells the other worker; only the heartbeats can.
     wait_for_process_jobs()  # the timings below are of a machine running this test alone
     hparams = _multi_worker(str(tmp_path / "run"), train_steps=400)
     hparams["distribution"]["heartbeat_seconds"] = 2
     chief, silent = _start_two_workers(hparams, tmp_path, "run", step_seconds=0.05)
+    output = _TimedLines(chief)
     deadline = time.monotonic() + 300
     while not ((tmp_path / "run").is_dir() and _checkpoints(tmp_path / "run")):
-        assert time.monotonic() < deadline and chief.poll() is None, _finish(chief)
+        assert time.monotonic() < deadline and chief.poll() is None, output.text()
         time.sleep(0.1)
     silent.send_signal(signal.SIGSTOP)
     try:
         stopped_at = time.monotonic()
-        failed_at = _wait_for_exit(chief, 120)
-        code, output = _finish(chief)
+        exited_at = _wait_for_exit(chief, 120)
     finally:
         silent.kill()
         silent.communicate()
+    text = output.text()
+    assert chief.returncode == 75, text
+    assert "lost worker 1 of the cluster" in text, text
+    # TensorFlow's coordination service, told heartbeat_seconds by texkit, finds it.
+    assert "unhealthy (stopped sending heartbeats)" in text, text
+    found_at = output.first("lost worker 1")
+    print(
+        f"the silent worker was found after {found_at - stopped_at:.1f} s; the process "
+        f"exited {exited_at - found_at:.1f} s later"
+    )
+    # 2-3 s on an idle machine; TensorFlow's own timeout, unset, is 10 s.
+    assert found_at - stopped_at < 20, text
+
+
+def _texkit_train_workers(hparams, folder):
+    """Two ``texkit train`` processes of ``hparams`` (written to ``folder``) in a new cluster."""
+    from tests.test_cli import TOY
+
+    config = folder / "experiment.yaml"
+    config.write_text(yaml.safe_dump(hparams))
+    command = [sys.executable, "-m", "texkit.cli", "train", str(config), "--include", TOY]
+    return [
+        subprocess.Popen(
+            command,
+            env={**os.environ, **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for env in worker_environments(2)
+    ]
+
+
+def _wait_for_a_checkpoint(folder, chief):
+    deadline = time.monotonic() + 300
+    while not (folder.is_dir() and _checkpoints(folder)):
+        if chief.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError("no checkpoint was written")
+        time.sleep(0.1)
+
+
+def _paused_and_stopped_clusters(folder):
+    """The runs of the test below, as a job: a worker paused for less than heartbeat_seconds
+    (but longer than TensorFlow's own 10 s), then a worker stopped for good."""
+    hparams = _multi_worker(str(folder / "paused"), train_steps=120)
+    hparams["distribution"]["heartbeat_seconds"] = 40
+    stopped = None
+    chief, paused = _texkit_train_workers(hparams, folder)
+    try:
+        _wait_for_a_checkpoint(folder / "paused", chief)
+        paused.send_signal(signal.SIGSTOP)
+        time.sleep(15)
+        running = chief.poll() is None
+        paused.send_signal(signal.SIGCONT)
+        results = {"paused": [_finish(chief), _finish(paused)], "running": running}
+        hparams = _multi_worker(str(folder / "stopped"), train_steps=1_000_000)
+        hparams["distribution"]["heartbeat_seconds"] = 2
+        chief, stopped = _texkit_train_workers(hparams, folder)
+        _wait_for_a_checkpoint(folder / "stopped", chief)
+        stopped.send_signal(signal.SIGSTOP)
+        results["stopped"] = _finish(chief)
+    finally:
+        for process in (chief, paused, stopped):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.communicate()
+    return results
+
+
+process_job(
+    "test_texkit_train_rides_out_a_pause_shorter_than_the_heartbeat_and_ends_on_a_lost_worker",
+    _paused_and_stopped_clusters,
+)
+
+
+def test_texkit_train_rides_out_a_pause_shorter_than_the_heartbeat_and_ends_on_a_lost_worker():
+    runs = job_result(
+        "test_texkit_train_rides_out_a_pause_shorter_than_the_heartbeat_and_ends_on_a_lost_worker"
+    )
+    # Paused for 15 s while the chief waited in an all-reduce: TensorFlow's default timeout
+    # (10 s) would have ended the run; heartbeat_seconds 40 lets it go on to its end.
+    assert runs["running"]
+    for code, output in runs["paused"]:
+        assert code == 0, output
+        assert json.loads(output.strip().splitlines()[-1])["step"] == 120, output
+    # Stopped for good: texkit train names the worker, exits 75 at once, no traceback.
+    code, output = runs["stopped"]
     assert code == 75, output
-    assert "lost worker 1 of the cluster" in output, output
-    # TensorFlow's coordination service (its heartbeats) or the collective health check
-    # (distribution.heartbeat_seconds), whichever is first, finds the silent worker.
-    assert "unhealthy" in output or "is down" in output, output
-    print(f"the silent worker was found after {failed_at - stopped_at:.1f} s")
-    assert failed_at - stopped_at < 40
+    assert (
+        output.strip().splitlines()[-1].startswith("texkit train: lost worker 1 of the cluster")
+    ), output
+    assert "Traceback" not in output, output

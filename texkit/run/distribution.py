@@ -50,9 +50,10 @@ DISTRIBUTION_HPARAMS_DOC = {
     "task_index": "multi_worker with an explicit cluster: this process's index in the workers.",
     "communication": "multi_worker collectives: 'auto', 'ring' or 'nccl'.",
     "heartbeat_seconds": (
-        "multi_worker: every this many seconds each worker checks that the others answer; one "
-        "that does not answer within it, three times, is lost: the run fails at once naming it "
-        "(texkit.run.WorkerLost) and can be started again from its last checkpoint."
+        "multi_worker: a worker whose heartbeats (sent to TensorFlow's coordination service, on "
+        "worker 0) stop for this long is lost: the run fails at once naming it "
+        "(texkit.run.WorkerLost) and can be started again from its last checkpoint. A shorter "
+        "pause (a slow step, a long save, a busy machine) is ridden out."
     ),
     "tpu": "tpu: the TPU name or grpc:// address ('' finds the TPU of a Cloud TPU VM).",
     "name": "Name of these settings.",
@@ -74,10 +75,19 @@ def default_distribution_hparams() -> dict:
 
 
 def _multi_worker(hp: HParams) -> tf.distribute.Strategy:
-    _compat.set_worker_health_check(hp.heartbeat_seconds)
     options = tf.distribute.experimental.CommunicationOptions(
         implementation=_COMMUNICATION[hp.communication]
     )
+    resolver = _cluster_resolver(hp)
+    _compat.set_worker_heartbeat(resolver.cluster_spec(), resolver.task_type, hp.heartbeat_seconds)
+    return _start_collectives(
+        lambda: tf.distribute.MultiWorkerMirroredStrategy(
+            cluster_resolver=resolver, communication_options=options
+        )
+    )
+
+
+def _cluster_resolver(hp: HParams) -> tf.distribute.cluster_resolver.ClusterResolver:
     if not hp.cluster:
         if "TF_CONFIG" not in os.environ:
             raise HParamsError(
@@ -89,9 +99,7 @@ def _multi_worker(hp: HParams) -> tf.distribute.Strategy:
             json.loads(os.environ["TF_CONFIG"])
         except ValueError as error:
             raise HParamsError(f"TF_CONFIG is not valid JSON: {error}", "cluster") from None
-        return _start_collectives(
-            lambda: tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
-        )
+        return tf.distribute.cluster_resolver.TFConfigClusterResolver()
     cluster = hp.cluster.todict()
     workers = cluster.get("worker")
     if not isinstance(workers, list) or not workers or not all(isinstance(w, str) for w in workers):
@@ -101,13 +109,8 @@ def _multi_worker(hp: HParams) -> tf.distribute.Strategy:
             f"expected an index below {len(workers)} (the number of workers), got {hp.task_index}",
             "task_index",
         )
-    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+    return tf.distribute.cluster_resolver.SimpleClusterResolver(
         tf.train.ClusterSpec(cluster), task_type="worker", task_id=hp.task_index
-    )
-    return _start_collectives(
-        lambda: tf.distribute.MultiWorkerMirroredStrategy(
-            cluster_resolver=resolver, communication_options=options
-        )
     )
 
 
