@@ -186,9 +186,9 @@ def set_worker_heartbeat(
     next, find a silent worker within ``seconds``.
 
     TensorFlow watches the workers of such a strategy in one of two ways. By default it starts
-    its coordination service (on the chief, or worker 0): every worker sends it a heartbeat every
-    half of the service's heartbeat timeout (10 s), and a worker not heard from within the timeout
-    is reported to all, whose collectives are aborted. The strategy configures the service only
+    its coordination service (on the chief, or worker 0): every worker sends it heartbeats, and
+    one not heard from within the service's heartbeat timeout (10 s unless configured) is
+    reported to all, whose collectives are aborted. The strategy configures the service only
     when nothing has before it, and then turns its other way off: a thread that asks every peer
     whether it answers. So the service is configured here first, the way the strategy would
     (same leader, same jobs), with the timeout ``seconds``; TensorFlow has no public option for

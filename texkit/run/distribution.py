@@ -51,7 +51,7 @@ DISTRIBUTION_HPARAMS_DOC = {
     "communication": "multi_worker collectives: 'auto', 'ring' or 'nccl'.",
     "heartbeat_seconds": (
         "multi_worker: a worker whose heartbeats (sent to TensorFlow's coordination service, on "
-        "worker 0) stop for this long is lost: the run fails at once naming it "
+        "the chief or worker 0) stop for this long is lost: the run fails at once naming it "
         "(texkit.run.WorkerLost) and can be started again from its last checkpoint. A shorter "
         "pause (a slow step, a long save, a busy machine) is ridden out."
     ),
