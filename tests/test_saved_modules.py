@@ -44,7 +44,10 @@ def check_results(kind, model, expected, where):
     for name, value in wanted.items():
         message = f"{kind} ({where}): {name}"
         if np.issubdtype(value.dtype, np.floating):
-            np.testing.assert_allclose(results[name], value, rtol=1e-6, atol=1e-6, err_msg=message)
+            # Recorded on another machine: float32 rounding of values of this scale (1.4e-6
+            # seen on T5 logits of scale 1.7 between CPUs with and without AVX-512).
+            atol = 1e-6 * max(1.0, float(np.abs(value).max()))
+            np.testing.assert_allclose(results[name], value, rtol=1e-6, atol=atol, err_msg=message)
         else:
             np.testing.assert_array_equal(results[name], value, err_msg=message)
 

@@ -420,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "hparams":
         return _print_hparams(args.name, args.overrides)
     from texkit.run import Preempted, TrainingDiverged, WorkerLost
+    from texkit.run.preemption import end_process
 
     try:
         if args.command == "migrate":
@@ -428,37 +429,21 @@ def main(argv: list[str] | None = None) -> int:
     except (Preempted, WorkerLost) as error:  # stopped early; start it again to resume
         print(f"texkit {args.command}: {error}", file=sys.stderr)
         if isinstance(error, WorkerLost):
-            _end_process(error.exit_code)
+            end_process(error.exit_code)
         return error.exit_code
     except TrainingDiverged as error:  # the run failed, not its command line: exit 1
         print(f"texkit {args.command}: {error}", file=sys.stderr)
         return 1
     except OSError as error:
-        if isinstance(error, (FileNotFoundError, FileExistsError)):
-            print(f"texkit {args.command}: {error}", file=sys.stderr)
-            return 2
-        # A disk that fails or fills while the run writes: the run failed, exit 1.
+        # A missing file is a mistake (2); a disk that fails or fills while the run writes, a
+        # failed run (1).
         print(f"texkit {args.command}: {error}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(error, (FileNotFoundError, FileExistsError)) else 1
     except (ValueError, FileNotFoundError, FileExistsError, KeyError) as error:
         # ValueError covers HParamsError and unreadable checkpoints: each names what to fix.
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"texkit {args.command}: {message}", file=sys.stderr)
         return 2
-
-
-def _end_process(code: int) -> None:
-    """Ends the process at once with ``code``, its output flushed.
-
-    After a lost worker, TensorFlow's collectives stay aborted for the life of the process, the
-    run is over and its last checkpoint written. An ordinary exit then deletes the input
-    pipeline's iterators, and a tf.data iterator's destructor was seen to wait for one of its
-    threads for seconds, once for about half a minute: the supervisor that starts the workers
-    again should not wait for that.
-    """
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 if __name__ == "__main__":

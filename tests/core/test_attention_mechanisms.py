@@ -165,9 +165,13 @@ def test_mixed_bfloat16_gives_float32_alignments_close_to_float32(case):
     assert mixed.score(query, keys).dtype == tf.float32
     got = mixed(query, keys, lengths)
     assert got.dtype == tf.float32
-    np.testing.assert_allclose(got.numpy(), alignments(layer, query, memory, lengths), atol=3e-2)
+    expected = alignments(layer, query, memory, lengths)
+    np.testing.assert_allclose(got.numpy(), expected, atol=3e-2)
+    # Under XLA, as close to float32: where its fusions round to bfloat16 depends on the CPU
+    # (equal to the eager result to 1e-6 on one with AVX-512 bfloat16 instructions, within
+    # 2e-3 to 1.5e-2 on one without).
     xla = tf.function(lambda q, m, n: mixed(q, mixed.prepare_memory(m), n), jit_compile=True)
-    np.testing.assert_allclose(xla(query, memory, lengths).numpy(), got.numpy(), atol=1e-6)
+    np.testing.assert_allclose(xla(query, memory, lengths).numpy(), expected, atol=3e-2)
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -197,33 +197,6 @@ def _wait_for_exit(process, timeout):
     return time.monotonic()
 
 
-def test_a_worker_killed_mid_run_fails_the_other_at_once_and_both_resume(tmp_path):
-    wait_for_process_jobs()  # the timings below are of a machine running this test alone
-    hparams = _multi_worker(str(tmp_path / "run"))
-    hparams["distribution"]["heartbeat_seconds"] = 5  # the reset connection tells, not this
-    chief, killed = _start_two_workers(hparams, tmp_path, "run", kill_at_step=15, signal_task=1)
-    killed_at = _wait_for_exit(killed, 300)
-    failed_at = _wait_for_exit(chief, 120)
-    code, output = _finish(chief)
-    assert killed.returncode == -signal.SIGKILL
-    assert code == 75, output
-    assert "lost worker 1 of the cluster" in output, output
-    assert f"the last checkpoint is {tmp_path / 'run' / 'ckpt-10'}" in output, output
-    # texkit's message alone: not TensorFlow's collective executor and gRPC log lines before it.
-    assert not re.search(r"^[IWE]\d{4} ", output, re.M), output
-    assert failed_at - killed_at < 30, "the survivor should fail at once, not wait"
-    # Both started again: the run resumes at step 10 and ends as an uninterrupted one.
-    for code, output in _two_workers(hparams, tmp_path, "run"):
-        assert code == 0 and _start_step(output) == 10, output
-    single = _multi_worker("")
-    single["distribution"] = {"type": "default"}
-    trainer = tx.run.Trainer.from_hparams(single)
-    trainer.train()
-    resumed = np.load(tmp_path / "run0.npz")
-    for index, key in enumerate(resumed):
-        np.testing.assert_allclose(resumed[key], trainer.model.weights[index].numpy(), atol=1e-5)
-
-
 class _TimedLines:
     """The lines a process writes on its stdout, each with the time it was read."""
 
@@ -242,6 +215,38 @@ class _TimedLines:
 
     def first(self, words):
         return next((at for at, line in self.lines if words in line), None)
+
+
+def test_a_worker_killed_mid_run_fails_the_other_at_once_and_both_resume(tmp_path):
+    wait_for_process_jobs()  # the timings below are of a machine running this test alone
+    hparams = _multi_worker(str(tmp_path / "run"))
+    hparams["distribution"]["heartbeat_seconds"] = 5  # the reset connection tells, not this
+    chief, killed = _start_two_workers(hparams, tmp_path, "run", kill_at_step=15, signal_task=1)
+    lines = _TimedLines(chief)
+    killed_at = _wait_for_exit(killed, 300)
+    killed.communicate()
+    _wait_for_exit(chief, 120)
+    output = lines.text()
+    assert killed.returncode == -signal.SIGKILL
+    assert chief.returncode == 75, output
+    assert "lost worker 1 of the cluster" in output, output
+    assert f"the last checkpoint is {tmp_path / 'run' / 'ckpt-10'}" in output, output
+    # texkit's message alone: not TensorFlow's collective executor and gRPC log lines before it.
+    assert not re.search(r"^[IWE]\d{4} ", output, re.M), output
+    # The message, not the exit (tests/run/train_job.py exits as a user's script would, and an
+    # ordinary exit can wait for tf.data's threads).
+    failed_at = lines.first("lost worker 1")
+    assert failed_at - killed_at < 30, "the survivor should fail at once, not wait"
+    # Both started again: the run resumes at step 10 and ends as an uninterrupted one.
+    for code, output in _two_workers(hparams, tmp_path, "run"):
+        assert code == 0 and _start_step(output) == 10, output
+    single = _multi_worker("")
+    single["distribution"] = {"type": "default"}
+    trainer = tx.run.Trainer.from_hparams(single)
+    trainer.train()
+    resumed = np.load(tmp_path / "run0.npz")
+    for index, key in enumerate(resumed):
+        np.testing.assert_allclose(resumed[key], trainer.model.weights[index].numpy(), atol=1e-5)
 
 
 def test_a_worker_that_stops_answering_is_found_by_the_heartbeat(tmp_path):

@@ -252,7 +252,10 @@ def test_quantized_module_exports_as_a_saved_model(tmp_path):
         == sum(w.dtype == "int8" for w in model.weights)
         > 0
     )
-    np.testing.assert_allclose(restored.logits(IDS, LENGTHS).numpy(), expected, atol=1e-6)
+    # float32 rounding: the graph's kernels need not be the eager ones (1.4e-6 of 4.2 seen).
+    np.testing.assert_allclose(
+        restored.logits(IDS, LENGTHS).numpy(), expected, rtol=1e-6, atol=1e-6
+    )
 
 
 def tiny_classifier():
